@@ -1,0 +1,342 @@
+"""Reading input files with line marks.
+
+Every loader in memsolve parses through here, so that any value found wrong later can be
+traced back to ``file:line:column`` by its path (``("records", 3, "tokens")``). Locations
+are computed only when an error needs one: parsing stays at the speed of the plain parsers.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+import yaml
+
+from .errors import InputError, Location
+
+PathT = tuple[Any, ...]
+
+try:  # the C loader is much faster; fall back to pure Python where libyaml is missing
+    _BaseLoader: type = yaml.CSafeLoader  # type: ignore[attr-defined]
+except AttributeError:  # pragma: no cover - depends on the PyYAML build
+    _BaseLoader = yaml.SafeLoader
+
+
+def render_path(path: Sequence[Any]) -> str:
+    """Render ``("records", 1, "tokens")`` as ``records[1].tokens``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+@dataclass
+class Document:
+    """A parsed input file: its data and a way back from a path to a line."""
+
+    file: str
+    text: str
+    data: Any
+    format: str
+    _locator: Callable[[PathT], tuple[int, int] | None] = field(repr=False, default=lambda p: None)
+
+    def locate(self, path: Sequence[Any]) -> Location:
+        """Location of the value at ``path`` (or of its nearest existing parent)."""
+        path = tuple(path)
+        for cut in range(len(path), -1, -1):
+            mark = self._locator(path[:cut])
+            if mark is not None:
+                return Location(self.file, mark[0], mark[1], render_path(path))
+        return Location(self.file, None, None, render_path(path))
+
+    def error(self, path: Sequence[Any], message: str) -> InputError:
+        return InputError(message, self.locate(path))
+
+
+def format_of(path: str | Path) -> str:
+    suffix = Path(path).suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        return "yaml"
+    if suffix in (".jsonl", ".ndjson"):
+        return "jsonl"
+    if suffix == ".json":
+        return "json"
+    raise InputError(
+        f"unknown file type `{suffix or '(none)'}`; expected .json, .jsonl or .yaml",
+        Location(str(path)),
+    )
+
+
+def read_text(path: str | Path) -> tuple[str, bytes]:
+    """Read a file as UTF-8; undecodable bytes are an input error with their line."""
+    file = str(path)
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise InputError("file not found", Location(file)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a file", Location(file)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", Location(file)) from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InputError(
+            f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})", Location(file, line, column)
+        ) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    return text, raw
+
+
+def load_document(path: str | Path, fmt: str | None = None) -> tuple[Document, bytes]:
+    """Read and parse a JSON, JSON Lines or YAML file; returns the document and raw bytes."""
+    fmt = fmt or format_of(path)
+    text, raw = read_text(path)
+    return parse_text(text, str(path), fmt), raw
+
+
+def parse_text(text: str, file: str, fmt: str) -> Document:
+    if fmt == "yaml":
+        return _parse_yaml(text, file)
+    if fmt == "json":
+        return _parse_json(text, file)
+    if fmt == "jsonl":
+        return _parse_jsonl(text, file)
+    raise ValueError(fmt)
+
+
+# --- YAML -------------------------------------------------------------------------------
+
+
+class _StrictLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """Safe loader that rejects duplicate keys (YAML would silently keep the last)."""
+
+
+def _construct_mapping(loader: Any, node: yaml.MappingNode, deep: bool = False) -> dict:
+    loader.flatten_mapping(node)
+    seen: dict[Any, Any] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            hash(key)
+        except TypeError:
+            raise yaml.constructor.ConstructorError(
+                None, None, "mapping key is not a scalar", key_node.start_mark
+            ) from None
+        if key in seen:
+            raise _DuplicateKey(str(key), key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+        seen[key] = True
+    return loader.construct_mapping(node, deep=deep)
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(key)
+        self.key, self.line, self.column = key, line, column
+
+
+_StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    lambda loader, node: _construct_mapping(loader, node, deep=True),
+)
+
+
+def _parse_yaml(text: str, file: str) -> Document:
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except _DuplicateKey as dup:
+        raise InputError(f"duplicate key `{dup.key}`", Location(file, dup.line, dup.column)) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid YAML"
+        loc = Location(file, mark.line + 1, mark.column + 1) if mark else Location(file)
+        raise InputError(f"invalid YAML: {problem}", loc) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"invalid YAML: {exc}", Location(file)) from None
+
+    def locator(path: PathT) -> tuple[int, int] | None:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        return _yaml_locate(node, path)
+
+    return Document(file, text, data, "yaml", locator)
+
+
+def _yaml_locate(node: Any, path: PathT) -> tuple[int, int] | None:
+    for part in path:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if key_node.value == str(part):
+                    node = value_node
+                    break
+            else:
+                return None
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                return None
+            node = node.value[part]
+        else:
+            return None
+    if node is None:
+        return None
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+# --- JSON -------------------------------------------------------------------------------
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def _json_loads(text: str) -> Any:
+    # NaN/Infinity parse to floats here so that the finite-number check can name their path
+    return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=float)
+
+
+def _parse_json(text: str, file: str, line_offset: int = 0) -> Document:
+    try:
+        data = _json_loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", Location(file, exc.lineno + line_offset, exc.colno)) from None
+    except _DuplicateKey as dup:
+        line, column = _json_duplicate_mark(text, dup.key) or (None, None)
+        if line is not None:
+            line += line_offset
+        raise InputError(f"duplicate key `{dup.key}`", Location(file, line, column)) from None
+    except RecursionError:
+        raise InputError("invalid JSON: nesting too deep", Location(file)) from None
+
+    def locator(path: PathT) -> tuple[int, int] | None:
+        offset = _json_offset(text, path)
+        if offset is None:
+            return None
+        line, column = _line_col(text, offset)
+        return line + line_offset, column
+
+    return Document(file, text, data, "json", locator)
+
+
+def _parse_jsonl(text: str, file: str) -> Document:
+    records: list[Any] = []
+    line_of: list[tuple[int, str]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        doc = _parse_json(line, file, line_offset=number - 1)
+        records.append(doc.data)
+        line_of.append((number, line))
+
+    def locator(path: PathT) -> tuple[int, int] | None:
+        if not path:
+            return (1, 1)
+        if not isinstance(path[0], int) or path[0] >= len(line_of):
+            return None
+        number, line = line_of[path[0]]
+        offset = _json_offset(line, path[1:])
+        if offset is None:
+            return None
+        return number, _line_col(line, offset)[1]
+
+    return Document(file, text, records, "jsonl", locator)
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_SCALAR = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?|true|false|null|NaN|-?Infinity")
+
+
+def _json_events(text: str) -> Iterator[tuple[PathT, int, str | None]]:
+    """Walk valid JSON text, yielding (path, offset, key): a value when key is None, else a member's key."""
+
+    def skip(pos: int) -> int:
+        return _WS.match(text, pos).end()  # type: ignore[union-attr]
+
+    def walk(pos: int, path: PathT) -> Iterator[tuple[PathT, int, str | None] | int]:
+        # yields events, and finally the offset just past this value
+        pos = skip(pos)
+        yield path, pos, None
+        char = text[pos : pos + 1]
+        if char == "{":
+            pos = skip(pos + 1)
+            while text[pos] != "}":
+                key, end = json.decoder.scanstring(text, pos + 1)  # type: ignore[attr-defined]
+                yield path + (key,), pos, key
+                pos = yield from _events_then_end(walk(skip(end) + 1, path + (key,)))
+                pos = skip(pos)
+                if text[pos] == ",":
+                    pos = skip(pos + 1)
+            yield pos + 1
+        elif char == "[":
+            pos, index = skip(pos + 1), 0
+            while text[pos] != "]":
+                pos = yield from _events_then_end(walk(pos, path + (index,)))
+                pos, index = skip(pos), index + 1
+                if text[pos] == ",":
+                    pos = skip(pos + 1)
+            yield pos + 1
+        elif char == '"':
+            yield json.decoder.scanstring(text, pos + 1)[1]  # type: ignore[attr-defined]
+        else:
+            match = _SCALAR.match(text, pos)
+            yield match.end() if match else pos + 1
+
+    def _events_then_end(gen: Iterator[Any]) -> Any:
+        end = 0
+        for item in gen:
+            if isinstance(item, int):
+                end = item
+            else:
+                yield item
+        return end
+
+    yield from _events_then_end(walk(0, ()))
+
+
+def _json_offset(text: str, path: PathT) -> int | None:
+    for event_path, offset, key in _json_events(text):
+        if key is None and event_path == path:
+            return offset
+    return None
+
+
+def _json_duplicate_mark(text: str, key: str) -> tuple[int, int] | None:
+    seen: set[PathT] = set()
+    for event_path, offset, event_key in _json_events(text):
+        if event_key is not None and event_key == key:
+            if event_path in seen:
+                return _line_col(text, offset)
+            seen.add(event_path)
+    return None
+
+
+def find_non_finite(data: Any, path: PathT = ()) -> tuple[PathT, float] | None:
+    """Path of the first NaN or infinite number in ``data``, if any."""
+    stack: list[tuple[PathT, Any]] = [(path, data)]
+    while stack:
+        here, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return here, value
+        if isinstance(value, dict):
+            stack.extend(reversed([(here + (k,), v) for k, v in value.items()]))
+        elif isinstance(value, list):
+            stack.extend(reversed([(here + (i,), v) for i, v in enumerate(value)]))
+    return None

@@ -1,0 +1,228 @@
+"""Facts of the moment: now, tenant, session, current versions, query, budget.
+
+Each comes from the caller (command-line flags or :class:`Context`), the records file's context
+fields, or the policy. Sources that give different values are an input error: memsolve never
+silently prefers one authority over another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .errors import InputError, Location
+from .policies.model import Policy, VersionAuthorityRule
+from .records import RecordSet
+from .timeutil import (
+    NUMBER,
+    RFC3339,
+    TimeValueError,
+    format_time,
+    now_seconds,
+    parse_timestamp,
+    time_kind,
+)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the caller knows about this moment; every field is optional."""
+
+    now: Any = None
+    tenant: str | None = None
+    session: str | None = None
+    query: str | None = None
+    budget: int | None = None
+    max_records: int | None = None
+    current_version: str | None = None
+    current_versions: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ResolvedContext:
+    """The context a solve runs under, every source reconciled."""
+
+    now: float
+    now_output: float | str | None  # as given, for the result
+    time_kind: str
+    budget: int
+    max_records: int | None
+    tenant: str | None
+    session: str | None
+    query: str | None
+    current_version: str | None
+    current_versions: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class _Given:
+    source: str
+    value: Any
+    where: Location | None
+
+
+def _pick(name: str, given: list[_Given]) -> Any:
+    present = [g for g in given if g.value is not None]
+    if not present:
+        return None
+    first = present[0]
+    for other in present[1:]:
+        if other.value != first.value:
+            where = other.where or first.where or Location()
+            raise InputError(
+                f"conflicting {name}: {first.source} says `{first.value}`, "
+                f"{other.source} says `{other.value}`; give it in one place or make them agree",
+                where,
+            )
+    return first.value
+
+
+def resolve_context(policy: Policy, records: RecordSet, context: Context | None) -> ResolvedContext:
+    """Reconcile caller, records file and policy; raise InputError on any conflict or gap."""
+    ctx = context or Context()
+    rc = records.context
+    flag, file = "the caller", "the records file"
+
+    def rec(*path: Any) -> Location:
+        return records.locate(*path)
+
+    budget = _pick(
+        "budget",
+        [
+            _Given(flag, ctx.budget, None),
+            _Given(file, rc.budget, rec("budget")),
+            _Given("the policy", policy.budget.tokens, policy.locate("budget", "tokens")),
+        ],
+    )
+    if budget is None:
+        raise InputError(
+            "no token budget: give --budget, `budget` in the records file, or `budget.tokens` in the policy",
+            Location(policy.file),
+        )
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise InputError(f"budget must be an integer >= 0, got `{budget}`", Location(policy.file))
+    max_records = _pick(
+        "max_records",
+        [
+            _Given(flag, ctx.max_records, None),
+            _Given(file, rc.max_records, rec("max_records")),
+            _Given("the policy", policy.budget.max_records, policy.locate("budget", "max_records")),
+        ],
+    )
+    tenant = _pick(
+        "tenant",
+        [
+            _Given(flag, ctx.tenant, None),
+            _Given(file, rc.tenant, rec("tenant")),
+            _Given("the policy", policy.tenant, policy.locate("tenant")),
+        ],
+    )
+    session = _pick(
+        "session",
+        [
+            _Given(flag, ctx.session, None),
+            _Given(file, rc.session, rec("session")),
+            _Given("the policy", policy.context.session, policy.locate("context", "session")),
+        ],
+    )
+    query = _pick(
+        "query",
+        [
+            _Given(flag, ctx.query, None),
+            _Given(file, rc.query, rec("query")),
+            _Given("the policy", policy.context.query, policy.locate("context", "query")),
+        ],
+    )
+    authority_rules = policy.rules_of(VersionAuthorityRule)
+    current_version = _pick(
+        "current_version",
+        [_Given(flag, ctx.current_version, None), _Given(file, rc.current_version, rec("current_version"))]
+        + [
+            _Given("the policy", r.current_version, policy.locate(*_rule_path(policy, r), "current_version"))
+            for r in authority_rules
+        ],
+    )
+    documents = sorted(
+        set(ctx.current_versions)
+        | set(rc.current_versions)
+        | {d for r in authority_rules for d in r.current_versions}
+    )
+    current_versions = {}
+    for document in documents:
+        current_versions[document] = _pick(
+            f"current version of `{document}`",
+            [
+                _Given(flag, ctx.current_versions.get(document), None),
+                _Given(file, rc.current_versions.get(document), rec("current_versions", document)),
+            ]
+            + [
+                _Given(
+                    "the policy",
+                    r.current_versions.get(document),
+                    policy.locate(*_rule_path(policy, r), "current_versions", document),
+                )
+                for r in authority_rules
+            ],
+        )
+
+    now_raw = _pick(
+        "now",
+        [
+            _Given(flag, _normal_time(ctx.now), None),
+            _Given(file, _normal_time(rc.now), rec("now")),
+            _Given("the policy", _normal_time(policy.context.now), policy.locate("context", "now")),
+        ],
+    )
+    kind = records.time_kind
+    if now_raw is None:
+        if kind == NUMBER:
+            raise InputError(
+                "`now` is required when timestamps are plain numbers: give --now, `now` in the "
+                "records file, or `context.now` in the policy",
+                Location(records.file),
+            )
+        now, now_output, kind = now_seconds(), None, kind or RFC3339
+    else:
+        now_kind = time_kind(now_raw)
+        if now_kind is None:
+            raise InputError(f"`now` must be a number or an RFC 3339 time, got `{now_raw}`", Location(records.file))
+        if kind is not None and now_kind != kind:
+            raise InputError(
+                f"mixed time kinds: `now` is {now_kind} but the records' timestamps are {kind}",
+                Location(records.file),
+            )
+        try:
+            now = parse_timestamp(now_raw)
+        except TimeValueError as exc:
+            raise InputError(str(exc), Location(records.file)) from None
+        kind, now_output = now_kind, now_raw
+    if now_output is None:
+        now_output = format_time(now, kind)
+
+    return ResolvedContext(
+        now=now,
+        now_output=now_output,
+        time_kind=kind,
+        budget=budget,
+        max_records=max_records,
+        tenant=tenant,
+        session=session,
+        query=query,
+        current_version=current_version,
+        current_versions=current_versions,
+    )
+
+
+def _normal_time(value: Any) -> Any:
+    """Times compare by meaning: YAML datetimes and strings for the same instant agree."""
+    if value is None or isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    try:
+        return format_time(parse_timestamp(value), RFC3339)
+    except TimeValueError:
+        return value
+
+
+def _rule_path(policy: Policy, rule: Any) -> tuple[Any, ...]:
+    index = policy.rules.index(rule)
+    return ("rules", index, rule.type)

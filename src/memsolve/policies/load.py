@@ -1,0 +1,198 @@
+"""Load a policy: YAML (safe) → schema → semantic checks → :class:`Policy`."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from pathlib import Path
+from typing import Any, Mapping
+
+from .. import schemas
+from .._source import Document, find_non_finite, load_document, parse_text
+from ..errors import InputError, Location
+from .model import (
+    DEFAULT_FIDELITY,
+    DEFAULT_STORES,
+    RULE_TYPES,
+    Budget,
+    Duration,
+    FreshnessRule,
+    LatestKeyRule,
+    MaxAgeRule,
+    Policy,
+    PolicyContext,
+    Pricing,
+    RelevanceRule,
+    Rule,
+    SessionsRule,
+    SolverSettings,
+    StoresRule,
+    UtilitySpec,
+    VersionAuthorityRule,
+)
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Read, validate and return the policy at ``path``; raises InputError with file:line."""
+    doc, raw = load_document(path, fmt="yaml")
+    return _build(doc, hashlib.sha256(raw).hexdigest())
+
+
+def policy_from_text(text: str, file: str = "<policy>") -> Policy:
+    """Validate a policy given as YAML text (for callers that keep policies in memory)."""
+    doc = parse_text(text, file, "yaml")
+    return _build(doc, hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+def _build(doc: Document, sha256: str) -> Policy:
+    data = doc.data
+    if not isinstance(data, dict):
+        raise doc.error((), "a policy must be a mapping with apiVersion, kind and metadata")
+    bad = find_non_finite(data)
+    if bad is not None:
+        raise doc.error(bad[0], f"expected a finite number, got `{bad[1]}`")
+    _check_rule_shapes(doc, data.get("rules"))
+    schemas.check(doc, data, "policy")
+
+    stores = tuple(data.get("stores", DEFAULT_STORES))
+    fidelity = tuple(data.get("fidelity", DEFAULT_FIDELITY))
+    rules = tuple(_rule(doc, index, item, stores) for index, item in enumerate(data.get("rules", [])))
+    _check_unique_ids(doc, rules)
+
+    utility = data.get("utility", {})
+    for level in utility.get("retention", {}):
+        if level not in fidelity:
+            raise doc.error(("utility", "retention", level), _not_in(level, fidelity, "fidelity level"))
+
+    records = data.get("records")
+    if records is not None and doc.file and not doc.file.startswith("<"):
+        records = str(Path(doc.file).parent / records)
+
+    budget = data.get("budget", {})
+    context = data.get("context", {})
+    solver = data.get("solver", {})
+    return Policy(
+        name=data["metadata"]["name"],
+        description=data["metadata"].get("description", ""),
+        file=doc.file,
+        sha256=sha256,
+        records=records,
+        tenant=data.get("tenant"),
+        context=PolicyContext(context.get("now"), context.get("session"), context.get("query")),
+        budget=Budget(budget.get("tokens"), budget.get("max_records")),
+        stores=stores,
+        fidelity=fidelity,
+        rules=rules,
+        utility=UtilitySpec(
+            utility.get("from"),
+            float(utility.get("temperature", 0.05)),
+            dict(utility.get("retention", {})),
+        ),
+        token_counter=data.get("tokens", {}).get("counter", "words"),
+        pricing=Pricing(**{k: float(v) for k, v in data.get("pricing", {}).items()}),
+        solver=SolverSettings(
+            solver.get("engine", "cp-sat"),
+            solver.get("cross_check", "dp"),
+            float(solver.get("time_limit_s", 10.0)),
+        ),
+        on_invalid_record=data.get("on_invalid_record", "error"),
+        source=doc,
+    )
+
+
+def _check_rule_shapes(doc: Document, rules: Any) -> None:
+    """Name the rule type an author meant before the schema's generic oneOf message can."""
+    if not isinstance(rules, list):
+        return
+    for index, item in enumerate(rules):
+        if not isinstance(item, dict):
+            raise doc.error(("rules", index), "expected a mapping like `- max_age: 168`")
+        kinds = [key for key in item if key != "id"]
+        for key in kinds:
+            if key not in RULE_TYPES:
+                raise doc.error(("rules", index, key), _not_in(key, RULE_TYPES, "rule type"))
+        if len(kinds) != 1:
+            raise doc.error(
+                ("rules", index),
+                "each rule entry names exactly one rule type (plus an optional `id`), "
+                f"found {len(kinds)}",
+            )
+
+
+def _not_in(value: str, options: Any, what: str) -> str:
+    options = list(options)
+    hint = difflib.get_close_matches(value, options, n=1)
+    if not hint:
+        hint = difflib.get_close_matches(value.replace("-", "_"), options, n=1)
+    message = f"unknown {what} `{value}`"
+    if hint:
+        return message + f"; did you mean `{hint[0]}`?"
+    return message + f"; expected one of {', '.join(f'`{o}`' for o in options)}"
+
+
+def _rule(doc: Document, index: int, item: Mapping[str, Any], stores: tuple[str, ...]) -> Rule:
+    kind = next(key for key in item if key != "id")
+    config = item[kind]
+    here = ("rules", index, kind)
+    base = dict(
+        id=item.get("id", kind.replace("_", "-")),
+        type=kind,
+        config=config,
+        where=doc.locate(("rules", index)),
+    )
+
+    def duration(value: Any, *path: Any) -> Duration | None:
+        if value is None:
+            return None
+        return Duration(value, doc.locate(here + path))
+
+    if kind == "stores":
+        for position, store in enumerate(config["allow"]):
+            if store not in stores:
+                raise doc.error(here + ("allow", position), _not_in(store, stores, "store"))
+        return StoresRule(**base, allow=tuple(config["allow"]))
+    if kind == "sessions":
+        return SessionsRule(**base, include_previous=config["include_previous"])
+    if kind == "max_age":
+        return MaxAgeRule(**base, limit=duration(config))
+    if kind == "freshness":
+        by_store = {}
+        for store, ttl in config.get("ttl_by_store", {}).items():
+            if store not in stores:
+                raise doc.error(here + ("ttl_by_store", store), _not_in(store, stores, "store"))
+            by_store[store] = duration(ttl, "ttl_by_store", store)
+        return FreshnessRule(
+            **base, default_ttl=duration(config.get("default_ttl"), "default_ttl"), ttl_by_store=by_store
+        )
+    if kind == "version_authority":
+        return VersionAuthorityRule(
+            **base,
+            current_version=config.get("current_version"),
+            current_versions=dict(config.get("current_versions", {})),
+        )
+    if kind == "latest_key":
+        return LatestKeyRule(**base)
+    if kind == "relevance":
+        return RelevanceRule(
+            **base,
+            recency_weight=float(config.get("recency_weight", 0.0)),
+            half_life=duration(config.get("half_life"), "half_life"),
+            scorer=config.get("scorer", "tfidf"),
+        )
+    raise AssertionError(kind)  # _check_rule_shapes admits only RULE_TYPES
+
+
+def _check_unique_ids(doc: Document, rules: tuple[Rule, ...]) -> None:
+    seen: dict[str, int] = {}
+    for index, rule in enumerate(rules):
+        if rule.id in ("tenant", "fidelity-ceiling", "invalid"):
+            raise InputError(f"rule id `{rule.id}` is reserved", rule.where)
+        if rule.id in seen:
+            raise InputError(
+                f"rule id `{rule.id}` is used twice (also rules[{seen[rule.id]}]); give one an `id:`",
+                rule.where,
+            )
+        seen[rule.id] = index
+
+
+__all__ = ["load_policy", "policy_from_text", "Location"]

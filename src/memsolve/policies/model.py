@@ -1,0 +1,158 @@
+"""Typed values a loaded policy is made of.
+
+Durations stay as written (``24`` or ``"24h"``) until a solve knows whether its times are
+plain numbers or RFC 3339; each keeps the location it was written at, so that a duration of
+the wrong kind is reported at the policy's own file:line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .._source import Document
+from ..errors import InputError, Location
+
+DEFAULT_STORES = ("semantic", "episodic", "procedural", "working")
+DEFAULT_FIDELITY = ("raw", "summary", "abstraction", "keywords")
+DELETE = "delete"
+
+RULE_TYPES = (
+    "stores",
+    "sessions",
+    "max_age",
+    "freshness",
+    "version_authority",
+    "latest_key",
+    "relevance",
+)
+
+
+@dataclass(frozen=True)
+class Duration:
+    """A duration as written in the policy, with where it was written."""
+
+    value: Any
+    where: Location
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One entry of the policy's ordered rule list."""
+
+    id: str
+    type: str
+    config: Mapping[str, Any]
+    where: Location
+
+
+@dataclass(frozen=True)
+class StoresRule(Rule):
+    allow: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SessionsRule(Rule):
+    include_previous: bool = True
+
+
+@dataclass(frozen=True)
+class MaxAgeRule(Rule):
+    limit: Duration | None = None
+
+
+@dataclass(frozen=True)
+class FreshnessRule(Rule):
+    default_ttl: Duration | None = None  # None: never expires
+    ttl_by_store: Mapping[str, Duration | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VersionAuthorityRule(Rule):
+    current_version: str | None = None
+    current_versions: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LatestKeyRule(Rule):
+    pass
+
+
+@dataclass(frozen=True)
+class RelevanceRule(Rule):
+    recency_weight: float = 0.0
+    half_life: Duration | None = None
+    scorer: str = "tfidf"
+
+
+@dataclass(frozen=True)
+class Budget:
+    tokens: int | None = None
+    max_records: int | None = None
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """MemPrice queue parameters: λ_t = c·Q_t/√t, Q_{t+1} = max(0, Q_t + G_t/B − α)."""
+
+    c: float = 1.0
+    alpha: float = 0.8
+    q0: float = 0.0
+
+
+@dataclass(frozen=True)
+class SolverSettings:
+    engine: str = "cp-sat"
+    cross_check: str = "dp"
+    time_limit_s: float = 10.0
+
+
+@dataclass(frozen=True)
+class UtilitySpec:
+    """How utilities are derived for records that carry none (from relevance scores)."""
+
+    source: str | None = None
+    temperature: float = 0.05
+    retention: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PolicyContext:
+    now: Any = None
+    session: str | None = None
+    query: str | None = None
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A validated memory policy (``kind: MemoryPolicy``)."""
+
+    name: str
+    description: str = ""
+    file: str | None = None
+    sha256: str = ""
+    records: str | None = None  # default records file, resolved against the policy's folder
+    tenant: str | None = None
+    context: PolicyContext = PolicyContext()
+    budget: Budget = Budget()
+    stores: tuple[str, ...] = DEFAULT_STORES
+    fidelity: tuple[str, ...] = DEFAULT_FIDELITY
+    rules: tuple[Rule, ...] = ()
+    utility: UtilitySpec = UtilitySpec()
+    token_counter: str = "words"
+    pricing: Pricing = Pricing()
+    solver: SolverSettings = SolverSettings()
+    on_invalid_record: str = "error"
+    source: Document | None = field(default=None, compare=False, repr=False)
+
+    def locate(self, *path: Any) -> Location:
+        """Where a policy field was written (or the policy file, if it was not)."""
+        if self.source is None:
+            return Location(self.file, path=".".join(map(str, path)))
+        return self.source.locate(path)
+
+    def error(self, message: str, *path: Any) -> InputError:
+        return InputError(message, self.locate(*path))
+
+    def rules_of(self, kind: type[Rule]) -> list[Any]:
+        return [rule for rule in self.rules if isinstance(rule, kind)]

@@ -1,0 +1,283 @@
+"""Load memory records: JSON, JSON Lines or YAML → schema → semantic checks → :class:`RecordSet`.
+
+A problem with one record (a negative token count, a NaN, a duplicate id) does not stop the
+load: the record is kept as an :class:`InvalidRecord` carrying its error, and the policy's
+``on_invalid_record`` decides at solve time whether that fails the run or excludes the record.
+A problem with the file as a whole (unparseable, wrong top-level shape, mixed time kinds) is
+raised at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence, Union
+
+from . import schemas
+from ._source import Document, find_non_finite, load_document
+from .errors import InputError, Location
+from .timeutil import TimeValueError, parse_duration, parse_timestamp, time_kind
+
+# Larger token counts would overflow the solvers' 64-bit arithmetic once summed.
+MAX_TOKENS = 10**12
+
+
+@dataclass(frozen=True)
+class Level:
+    """One representation of a record: a fidelity level with its size and utility."""
+
+    name: str
+    tokens: int | None  # None: count from ``text`` with the policy's counter
+    utility: float | None  # None: derive from relevance (policy ``utility.from``)
+    text: str | None = None
+
+
+@dataclass(frozen=True)
+class Record:
+    """One memory item, validated."""
+
+    id: str
+    position: int  # input order, 0-based
+    timestamp: float  # plain number, or seconds since the epoch for RFC 3339
+    levels: tuple[Level, ...]
+    tenant: str | None = None
+    store: str | None = None
+    session: str | None = None
+    key: str | None = None
+    ttl: float | None = None  # None with ttl_given: never expires
+    ttl_given: bool = False
+    authority: bool = False
+    version: str | None = None
+    document: str | None = None
+    text: str | None = None
+    where: Location = field(default_factory=Location, compare=False)
+
+
+@dataclass(frozen=True)
+class InvalidRecord:
+    """A record that failed validation; kept so the trace can say why it is left out."""
+
+    id: str | None
+    position: int
+    error: InputError
+
+
+AnyRecord = Union[Record, InvalidRecord]
+
+
+@dataclass(frozen=True)
+class RecordsContext:
+    """Context fields a records file may carry (the seed-000 case shape)."""
+
+    budget: int | None = None
+    max_records: int | None = None
+    now: Any = None
+    tenant: str | None = None
+    session: str | None = None
+    query: str | None = None
+    current_version: str | None = None
+    current_versions: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ActionValues:
+    original: tuple[float, ...]
+    compressed: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class RecordSet:
+    """All input records in input order, valid or not, with the file's context fields."""
+
+    records: tuple[AnyRecord, ...]
+    context: RecordsContext = RecordsContext()
+    actions: ActionValues | None = None
+    file: str | None = None
+    sha256: str = ""
+    time_kind: str | None = None  # "number" or "rfc3339"; None when there are no timestamps
+    source: Document | None = field(default=None, compare=False, repr=False)
+    prefix: tuple[Any, ...] = ()  # path of the record list inside the file
+
+    @property
+    def valid(self) -> list[Record]:
+        return [r for r in self.records if isinstance(r, Record)]
+
+    @property
+    def invalid(self) -> list[InvalidRecord]:
+        return [r for r in self.records if isinstance(r, InvalidRecord)]
+
+    def locate(self, *path: Any) -> Location:
+        if self.source is None:
+            return Location(self.file, path=".".join(map(str, path)))
+        return self.source.locate(path)
+
+    def locate_field(self, position: int, *path: Any) -> Location:
+        """Where a field of the record at ``position`` was written."""
+        return self.locate(*self.prefix, position, *path)
+
+
+def load_records(source: str | Path | Sequence[Any] | Mapping[str, Any]) -> RecordSet:
+    """Load records from a file path, or from already-parsed data (a list or a case object)."""
+    if isinstance(source, (str, Path)):
+        doc, raw = load_document(source)
+        return _build(doc, hashlib.sha256(raw).hexdigest())
+    canonical = json.dumps(source, sort_keys=True, default=str, separators=(",", ":"))
+    doc = Document("<records>", "", source, "data")
+    return _build(doc, hashlib.sha256(canonical.encode("utf-8")).hexdigest())
+
+
+def _build(doc: Document, sha256: str) -> RecordSet:
+    data = doc.data
+    if data is None:
+        data = []  # an empty YAML or JSON Lines file holds no records
+    prefix: tuple[Any, ...] = ()
+    if isinstance(data, dict):
+        for key in ("original_action_values", "compressed_action_values", "budget", "now"):
+            bad = find_non_finite(data.get(key), (key,))
+            if bad is not None:
+                raise doc.error(bad[0], f"expected a finite number, got `{bad[1]}`")
+    schemas.check(doc, data, "records")
+    if isinstance(data, dict):
+        items, prefix = data["records"], ("records",)
+        context = RecordsContext(
+            budget=data.get("budget"),
+            max_records=data.get("max_records"),
+            now=data.get("now"),
+            tenant=data.get("tenant"),
+            session=data.get("session"),
+            query=data.get("query"),
+            current_version=data.get("current_version"),
+            current_versions=dict(data.get("current_versions", {})),
+        )
+        actions = _actions(doc, data)
+    else:
+        items, context, actions = data, RecordsContext(), None
+
+    kind = _time_kind(doc, items, prefix)
+    records: list[AnyRecord] = []
+    seen: dict[str, int] = {}
+    for position, item in enumerate(items):
+        path = prefix + (position,)
+        try:
+            record = _record(doc, item, position, path, kind)
+        except InputError as error:
+            rid = item.get("id") if isinstance(item.get("id"), str) else None
+            records.append(InvalidRecord(rid, position, error))
+            continue
+        if record.id in seen:
+            error = doc.error(
+                path + ("id",), f"duplicate record id `{record.id}` (first at position {seen[record.id]})"
+            )
+            records.append(InvalidRecord(record.id, position, error))
+            continue
+        seen[record.id] = position
+        records.append(record)
+    return RecordSet(tuple(records), context, actions, doc.file, sha256, kind, doc, prefix)
+
+
+def _actions(doc: Document, data: Mapping[str, Any]) -> ActionValues | None:
+    original = data.get("original_action_values")
+    compressed = data.get("compressed_action_values")
+    if original is None and compressed is None:
+        return None
+    if original is None or compressed is None:
+        missing = "original_action_values" if original is None else "compressed_action_values"
+        raise doc.error((), f"`{missing}` is required when the other action values are given")
+    if len(original) != len(compressed):
+        raise doc.error(
+            ("compressed_action_values",),
+            f"expected {len(original)} action values like original_action_values, got {len(compressed)}",
+        )
+    return ActionValues(tuple(map(float, original)), tuple(map(float, compressed)))
+
+
+def _time_kind(doc: Document, items: Sequence[Any], prefix: tuple[Any, ...]) -> str | None:
+    """The one time kind of the file; a file that mixes kinds is rejected whole."""
+    first: tuple[str, int] | None = None
+    for position, item in enumerate(items):
+        kind = time_kind(item.get("timestamp")) if isinstance(item, dict) else None
+        if kind is None:
+            continue
+        if first is None:
+            first = (kind, position)
+        elif kind != first[0]:
+            raise doc.error(
+                prefix + (position, "timestamp"),
+                f"mixed time kinds: this timestamp is {kind} but record {first[1]} uses {first[0]}; "
+                "use plain numbers everywhere or RFC 3339 everywhere",
+            )
+    return first[0] if first else None
+
+
+def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...], kind: str | None) -> Record:
+    bad = find_non_finite(item, path)
+    if bad is not None:
+        raise doc.error(bad[0], f"expected a finite number, got `{bad[1]}`")
+    schemas.check(doc, item, "records", "record", prefix=path)
+    try:
+        timestamp = parse_timestamp(item["timestamp"])
+    except TimeValueError as exc:
+        raise doc.error(path + ("timestamp",), str(exc)) from None
+
+    ttl, ttl_given = None, "ttl" in item
+    if item.get("ttl") is not None:
+        try:
+            ttl = parse_duration(item["ttl"], kind or "number")
+        except TimeValueError as exc:
+            raise doc.error(path + ("ttl",), str(exc)) from None
+
+    levels = _levels(doc, item, path)
+    return Record(
+        id=item["id"],
+        position=position,
+        timestamp=timestamp,
+        levels=levels,
+        tenant=item.get("tenant"),
+        store=item.get("store"),
+        session=item.get("session"),
+        key=item.get("key"),
+        ttl=ttl,
+        ttl_given=ttl_given,
+        authority=item.get("authority", False),
+        version=item.get("version"),
+        document=item.get("document"),
+        text=item.get("text"),
+        where=doc.locate(path),
+    )
+
+
+def _levels(doc: Document, item: Mapping[str, Any], path: tuple[Any, ...]) -> tuple[Level, ...]:
+    utility = item.get("utility", item.get("decision_value"))
+    shorthand = "tokens" in item or utility is not None
+    if "representations" in item:
+        if shorthand:
+            raise doc.error(
+                path + ("representations",),
+                "give either `representations` or the `tokens`/`utility` shorthand, not both",
+            )
+        levels = []
+        for name, spec in item["representations"].items():
+            tokens = spec.get("tokens")
+            if tokens is None and spec.get("text") is None:
+                raise doc.error(path + ("representations", name), "a level needs `tokens` or `text`")
+            _check_tokens(doc, tokens, path + ("representations", name, "tokens"))
+            levels.append(Level(name, tokens, _float(spec.get("utility")), spec.get("text")))
+        return tuple(levels)
+    if shorthand or item.get("text") is not None:
+        tokens = item.get("tokens")
+        if tokens is None and item.get("text") is None:
+            raise doc.error(path, "a record with a utility needs `tokens` or `text` to size it")
+        _check_tokens(doc, tokens, path + ("tokens",))
+        return (Level("raw", tokens, _float(utility), item.get("text")),)
+    raise doc.error(path, "record has nothing to keep: give `representations`, `tokens` or `text`")
+
+
+def _check_tokens(doc: Document, tokens: int | None, path: tuple[Any, ...]) -> None:
+    if tokens is not None and tokens > MAX_TOKENS:
+        raise doc.error(path, f"token count {tokens} is larger than the supported {MAX_TOKENS}")
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)

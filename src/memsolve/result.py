@@ -1,0 +1,217 @@
+"""The result of a solve: frozen data first, JSON (schema ``memsolve/result/v1``) from it.
+
+Renderers (table, JSON) only render a Result; they compute nothing. ``to_json`` is
+deterministic: the same inputs give byte-identical output (no wall-clock values inside).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+SCHEMA = "memsolve/result/v1"
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    rule: str
+    passed: bool
+    reason: str
+    evidence: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "passed": self.passed, "reason": self.reason, "evidence": dict(self.evidence)}
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """A selected record at its level."""
+
+    id: str
+    level: str
+    tokens: int
+    utility: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "level": self.level, "tokens": self.tokens, "utility": self.utility}
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """An eligible record the allocation left out (chose delete for)."""
+
+    id: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Excluded:
+    """A record a rule left out, named by the first failing rule."""
+
+    id: str | None
+    rule: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "rule": self.rule, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class TraceEntry:
+    """Everything decided about one record, in input order."""
+
+    id: str | None
+    position: int
+    outcome: str  # selected, dropped or excluded
+    rules: tuple[RuleResult, ...]
+    allocation: Mapping[str, Any] | None = None  # level, tokens, utility, value; levels offered
+    repairs: tuple[Mapping[str, Any], ...] = ()
+    derived_utility: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "id": self.id,
+            "position": self.position,
+            "outcome": self.outcome,
+            "rules": [r.to_dict() for r in self.rules],
+        }
+        if self.allocation is not None:
+            out["allocation"] = dict(self.allocation)
+        if self.repairs:
+            out["repairs"] = [dict(r) for r in self.repairs]
+        if self.derived_utility is not None:
+            out["derived_utility"] = dict(self.derived_utility)
+        return out
+
+
+@dataclass(frozen=True)
+class Price:
+    lam: float
+    per_token: float
+    queue_before: float
+    queue_after: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "lambda": self.lam,
+            "per_token": self.per_token,
+            "queue_before": self.queue_before,
+            "queue_after": self.queue_after,
+        }
+
+
+@dataclass(frozen=True)
+class SolverReport:
+    engine: str
+    status: str
+    bound: float | None
+    cross_check: Mapping[str, Any] | None
+    greedy: Mapping[str, Any] | None
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"engine": self.engine, "status": self.status, "bound": self.bound}
+        if self.detail:
+            out["detail"] = self.detail
+        out["cross_check"] = None if self.cross_check is None else dict(self.cross_check)
+        if self.greedy is not None:
+            out["greedy"] = dict(self.greedy)
+        return out
+
+
+@dataclass(frozen=True)
+class Compression:
+    """Seed 000's check: does the preferred action survive compression? (ties: first index)"""
+
+    original_action: int
+    compressed_action: int
+    original_gap: float | None
+    compressed_gap: float | None
+
+    @property
+    def preserved(self) -> bool:
+        return self.original_action == self.compressed_action
+
+    @property
+    def zero_gap(self) -> bool:
+        return self.original_gap == 0 or self.compressed_gap == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "original_action": self.original_action,
+            "compressed_action": self.compressed_action,
+            "preserved": self.preserved,
+            "original_gap": self.original_gap,
+            "compressed_gap": self.compressed_gap,
+            "zero_gap": self.zero_gap,
+        }
+
+
+def compression_check(original: tuple[float, ...], compressed: tuple[float, ...]) -> Compression:
+    def best_and_gap(values: tuple[float, ...]) -> tuple[int, float | None]:
+        best = max(range(len(values)), key=lambda i: (values[i], -i))  # ties: first index
+        rest = [v for i, v in enumerate(values) if i != best]
+        return best, (values[best] - max(rest)) if rest else None
+
+    o, og = best_and_gap(original)
+    c, cg = best_and_gap(compressed)
+    return Compression(o, c, og, cg)
+
+
+@dataclass(frozen=True)
+class Result:
+    """What memsolve decided, for whom, and why."""
+
+    policy_name: str
+    policy_sha256: str
+    records_sha256: str
+    records_count: int
+    round: int
+    now: float | str | None
+    budget: int
+    max_records: int | None
+    price: Price
+    solver: SolverReport
+    objective: float
+    utility: float
+    tokens_used: int
+    selected: tuple[Chosen, ...]
+    dropped: tuple[Dropped, ...]
+    excluded: tuple[Excluded, ...]
+    trace: tuple[TraceEntry, ...]
+    compression: Compression | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)  # later issues' sections (state, ...)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "schema": SCHEMA,
+            "policy": {"name": self.policy_name, "sha256": self.policy_sha256},
+            "records": {"sha256": self.records_sha256, "count": self.records_count},
+            "round": self.round,
+            "now": self.now,
+            "budget": {"tokens": self.budget, "max_records": self.max_records},
+            "price": self.price.to_dict(),
+            "solver": self.solver.to_dict(),
+            "objective": self.objective,
+            "utility": self.utility,
+            "tokens_used": self.tokens_used,
+            "selected": [c.to_dict() for c in self.selected],
+            "dropped": [d.to_dict() for d in self.dropped],
+            "excluded": [e.to_dict() for e in self.excluded],
+            "trace": [t.to_dict() for t in self.trace],
+        }
+        if self.compression is not None:
+            out["compression"] = self.compression.to_dict()
+        out.update(self.extra)
+        return out
+
+    def to_json(self) -> str:
+        """The result as JSON text, ending in a newline; byte-identical for identical inputs."""
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+    def entry(self, record_id: str) -> TraceEntry | None:
+        return next((t for t in self.trace if t.id == record_id), None)

@@ -1,0 +1,120 @@
+"""The JSON Schemas memsolve validates against (package data), and one-line error messages."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Sequence
+
+import jsonschema
+from jsonschema import Draft202012Validator
+
+from .._source import Document
+from ..errors import InputError
+
+SCHEMA_FILES = ("policy", "records", "result")
+
+
+@lru_cache(maxsize=None)
+def load_schema(name: str) -> dict[str, Any]:
+    """The schema ``name`` (policy, records or result) as a dict."""
+    text = resources.files(__name__).joinpath(f"{name}.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+@lru_cache(maxsize=None)
+def validator(name: str, definition: str | None = None) -> Draft202012Validator:
+    """A validator for a schema, or for one of its ``$defs`` entries."""
+    schema = load_schema(name)
+    if definition is not None:
+        schema = {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"}
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+
+def first_error(
+    validator_: Draft202012Validator, data: Any
+) -> jsonschema.ValidationError | None:
+    """The error a person should fix first: the earliest in document order, deepest first."""
+    errors = list(validator_.iter_errors(data))
+    if not errors:
+        return None
+    best = jsonschema.exceptions.best_match(errors)
+    return best
+
+
+def describe(error: jsonschema.ValidationError) -> tuple[tuple[Any, ...], str]:
+    """The path to point at and a one-line message for a schema error."""
+    path = tuple(error.absolute_path)
+    instance = error.instance
+    kind = error.validator
+    if kind == "additionalProperties" and isinstance(instance, dict):
+        allowed = list(error.schema.get("properties", {}))
+        extra = [k for k in instance if k not in allowed]
+        if extra and allowed:
+            key = extra[0]
+            hint = difflib.get_close_matches(str(key), allowed, n=1)
+            message = f"unknown field `{key}`"
+            if hint:
+                message += f"; did you mean `{hint[0]}`?"
+            else:
+                message += f"; expected one of {', '.join(f'`{a}`' for a in allowed)}"
+            return path + (key,), message
+    if kind == "required":
+        return path, error.message.replace("'", "`").replace("is a required property", "is required")
+    if kind == "type":
+        return path, f"expected {_types(error.validator_value)}, got {_shown(instance)}"
+    if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        ops = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
+        return path, f"expected a number {ops[kind]} {error.validator_value}, got {_shown(instance)}"
+    if kind == "const":
+        return path, f"expected `{error.validator_value}`, got {_shown(instance)}"
+    if kind == "enum":
+        options = ", ".join(f"`{v}`" for v in error.validator_value)
+        return path, f"expected one of {options}, got {_shown(instance)}"
+    if kind == "pattern":
+        return path, f"{_shown(instance)} does not match the pattern `{error.validator_value}`"
+    if kind == "oneOf" and error.context:
+        deepest = max(error.context, key=lambda e: len(e.absolute_path))
+        if len(deepest.absolute_path) > len(path):
+            return describe(deepest)
+        types = sorted({_types(e.validator_value) for e in error.context if e.validator == "type"})
+        if types:
+            return path, f"expected {' or '.join(types)}, got {_shown(instance)}"
+    return path, error.message
+
+
+def _types(value: Any) -> str:
+    names = {"integer": "an integer", "number": "a number", "string": "a string",
+             "boolean": "true or false", "object": "a mapping", "array": "a list", "null": "null"}
+    if isinstance(value, list):
+        return " or ".join(names.get(v, v) for v in value)
+    return names.get(value, str(value))
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, (dict, list)):
+        return "a mapping" if isinstance(value, dict) else "a list"
+    if value is None:
+        return "null"
+    text = str(value)
+    return f"`{text if len(text) <= 40 else text[:37] + '...'}`"
+
+
+def check(
+    doc: Document, data: Any, name: str, definition: str | None = None, prefix: Sequence[Any] = ()
+) -> None:
+    """Raise InputError (file:line:column, path, what was expected) at the first schema error."""
+    error = first_error(validator(name, definition), data)
+    if error is None:
+        return
+    raise schema_error(doc, error, prefix)
+
+
+def schema_error(doc: Document, error: jsonschema.ValidationError, prefix: Sequence[Any] = ()) -> InputError:
+    path, message = describe(error)
+    return doc.error(tuple(prefix) + path, message)

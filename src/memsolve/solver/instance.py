@@ -1,0 +1,147 @@
+"""The multiple-choice knapsack instance every engine solves, and the solution they return.
+
+Engines never see record ids: they see rows of levels (highest fidelity first) with token
+sizes and utilities, a capacity, a price per token and an optional count limit. Delete is
+implicit in every row (0 tokens, 0 utility, choice ``-1``).
+
+Objective: maximize Σ_i (u_ij − price · s_ij) subject to Σ_i s_ij ≤ budget (and at most
+``max_records`` rows not deleted).
+
+Scaling: the exact engines work on integers v_ij = round(S · (u_ij − price · s_ij)) with one
+scale S per instance (:func:`scale`), so that CP-SAT and the DP solve the *same* integer
+problem and must agree exactly. The reported objective is recomputed in floating point from
+the chosen levels. A level enters only with a strictly positive scaled value: a level worth
+nothing or less is never better than deleting the record.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+OPTIMAL = "optimal"  # proven optimal
+FEASIBLE = "feasible"  # a valid allocation, optimality not claimed (greedy)
+TIME_LIMIT = "time_limit"  # stopped by the time limit before a proof
+SKIPPED = "skipped"  # the engine declined (instance too large for it)
+
+# Values are scaled so that the sum of the best value of every row stays below 2**52:
+# exact in float64 and far from CP-SAT's int64 limits.
+MAX_SCALE = 1_000_000.0
+_VALUE_ROOM = float(2**52)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """A multiple-choice knapsack: n rows × k levels, highest fidelity first."""
+
+    tokens: np.ndarray  # int64 (n, k)
+    utility: np.ndarray  # float64 (n, k)
+    mask: np.ndarray  # bool (n, k): the level is offered
+    budget: int
+    price: float = 0.0  # per token: λ_t / B
+    max_records: int | None = None
+
+    @property
+    def n(self) -> int:
+        return int(self.tokens.shape[0])
+
+    @property
+    def k(self) -> int:
+        return int(self.tokens.shape[1])
+
+    def net(self) -> np.ndarray:
+        """Utility less the price of its tokens, per level."""
+        return self.utility - self.price * self.tokens
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """The integer form of an instance that the exact engines solve."""
+
+    values: np.ndarray  # int64 (n, k)
+    usable: np.ndarray  # bool (n, k): offered, fits the budget, strictly positive value
+    scale: float
+
+
+def scale(instance: Instance) -> Scaled:
+    """Integer values at one scale S ≤ 10**6 chosen so that no sum can overflow."""
+    net = instance.net()
+    offered = instance.mask & (instance.tokens <= instance.budget)
+    positive = np.where(offered, np.maximum(net, 0.0), 0.0)
+    total = float(positive.max(axis=1).sum()) if instance.n else 0.0
+    factor = MAX_SCALE if total * MAX_SCALE < _VALUE_ROOM else _VALUE_ROOM / total
+    values = np.rint(np.where(offered, net, 0.0) * factor).astype(np.int64)
+    return Scaled(values, offered & (values > 0), factor)
+
+
+@dataclass(frozen=True)
+class Solution:
+    """One engine's answer: a level index per row (-1 = delete) and what it is worth."""
+
+    choice: np.ndarray  # int64 (n,)
+    objective: float
+    utility: float
+    tokens_used: int
+    status: str
+    engine: str
+    bound: float | None = None  # a proven upper bound on the objective, when the engine has one
+    scaled_objective: int | None = None
+    detail: str = field(default="")
+
+    @property
+    def count(self) -> int:
+        return int((self.choice >= 0).sum())
+
+
+def evaluate(instance: Instance, choice: np.ndarray) -> tuple[float, float, int]:
+    """Objective, utility and tokens of a choice, summed in row order (deterministic)."""
+    objective = utility = 0.0
+    tokens = 0
+    for row, level in enumerate(choice.tolist()):
+        if level < 0:
+            continue
+        u = float(instance.utility[row, level])
+        s = int(instance.tokens[row, level])
+        utility += u
+        objective += u - instance.price * s
+        tokens += s
+    return objective, utility, tokens
+
+
+def scaled_value(scaled: Scaled, choice: np.ndarray) -> int:
+    rows = np.flatnonzero(choice >= 0)
+    return int(scaled.values[rows, choice[rows]].sum())
+
+
+def make_solution(
+    instance: Instance,
+    scaled: Scaled | None,
+    choice: np.ndarray,
+    status: str,
+    engine: str,
+    bound: float | None = None,
+    detail: str = "",
+) -> Solution:
+    choice = np.asarray(choice, dtype=np.int64)
+    objective, utility, tokens = evaluate(instance, choice)
+    return Solution(
+        choice=choice,
+        objective=objective,
+        utility=utility,
+        tokens_used=tokens,
+        status=status,
+        engine=engine,
+        bound=bound,
+        scaled_objective=None if scaled is None else scaled_value(scaled, choice),
+        detail=detail,
+    )
+
+
+def check_feasible(instance: Instance, choice: np.ndarray) -> None:
+    """Assert the hard constraints; an engine that breaks them has a bug, not a bad input."""
+    rows = np.flatnonzero(choice >= 0)
+    assert instance.mask[rows, choice[rows]].all(), "chose a level that is not offered"
+    assert int(instance.tokens[rows, choice[rows]].sum()) <= instance.budget, "over budget"
+    if instance.max_records is not None:
+        assert len(rows) <= instance.max_records, "over the count limit"

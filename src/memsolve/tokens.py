@@ -1,0 +1,52 @@
+"""Token counters for levels that carry text but no token count.
+
+``words`` (default) counts whitespace-separated words, the retrieval workbench's unit.
+``tiktoken:<encoding>`` uses the optional ``tiktoken`` package; it must find its encoding
+offline (see README, "Counting tokens offline"), and fails with a clear error otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Callable
+
+from .errors import InputError, Location
+
+Counter = Callable[[str], int]
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+@lru_cache(maxsize=None)
+def counter(spec: str, where: Location | None = None) -> Counter:
+    """The counting function for a policy's ``tokens.counter`` value."""
+    if spec == "words":
+        return words
+    if spec.startswith("tiktoken:"):
+        return _tiktoken(spec.split(":", 1)[1], where)
+    raise InputError(f"unknown token counter `{spec}`; expected `words` or `tiktoken:<encoding>`", where)
+
+
+def _tiktoken(encoding: str, where: Location | None) -> Counter:
+    try:
+        import tiktoken  # type: ignore[import-not-found]
+    except ImportError:
+        raise InputError(
+            "token counter `tiktoken:` needs the optional package: pip install 'memsolve[tiktoken]'",
+            where,
+        ) from None
+    if not os.environ.get("TIKTOKEN_CACHE_DIR") and not os.environ.get("DATA_GYM_CACHE_DIR"):
+        # tiktoken would otherwise try to download the encoding and hang without a network
+        raise InputError(
+            f"tiktoken encoding `{encoding}` needs TIKTOKEN_CACHE_DIR pointing at a folder that "
+            "holds the encoding file (memsolve never downloads at run time)",
+            where,
+        )
+    try:
+        enc = tiktoken.get_encoding(encoding)
+    except Exception as exc:  # tiktoken raises several kinds for a missing or bad file
+        raise InputError(f"tiktoken encoding `{encoding}` is not available offline: {exc}", where) from None
+    return lambda text: len(enc.encode(text, disallowed_special=()))
