@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .context import Context, ResolvedContext, resolve_context
-from .errors import InputError
+from .errors import InputError, SolverError
 from .policies.model import Policy, RelevanceRule
 from .policies.rules import RecordVerdicts, evaluate, number
 from .records import InvalidRecord, Record, RecordSet
@@ -25,7 +25,7 @@ from .result import (
     TraceEntry,
     compression_check,
 )
-from .solver import engines
+from .solver import dp, engines
 from .solver.compile import Compiled, compile_records
 from .solver.instance import Solution
 from .tokens import counter
@@ -98,6 +98,47 @@ def _problem(
     return None
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """Everything decided before the allocation: context, admission, verdicts, the instance."""
+
+    ctx: ResolvedContext
+    admitted: list[Record | InvalidRecord]
+    verdicts: list[RecordVerdicts]
+    compiled: Compiled
+    round_price: RoundPrice
+    per_token: float
+
+
+def prepare(
+    policy: Policy, records: RecordSet, context: Context | None = None, round_price: RoundPrice | None = None
+) -> Prepared:
+    """Run the stages up to the instance: context, admission, rules, compile."""
+    ctx = resolve_context(policy, records, context)
+    admitted = admit(policy, records, ctx)
+    invalid = [r for r in admitted if isinstance(r, InvalidRecord)]
+    if invalid and policy.on_invalid_record == "error":
+        raise invalid[0].error
+    valid = [r for r in admitted if isinstance(r, Record)]
+    verdicts = evaluate(policy, valid, ctx)
+    eligible = [v for v in verdicts if v.eligible]
+
+    rp = round_price or price_for(policy)
+    per_token = rp.lam / ctx.budget if ctx.budget > 0 else 0.0
+    compiled = compile_records(
+        [v.record for v in eligible],
+        policy.fidelity,
+        ctx.budget,
+        per_token,
+        ctx.max_records,
+        counter(policy.token_counter, policy.locate("tokens", "counter")),
+        scores=_scores(policy, eligible),
+        retention=policy.utility.retention,
+        temperature=policy.utility.temperature,
+    )
+    return Prepared(ctx, admitted, verdicts, compiled, rp, per_token)
+
+
 def solve(
     policy: Policy,
     records: RecordSet,
@@ -111,38 +152,27 @@ def solve(
     Raises InputError for bad input (or an invalid record under ``on_invalid_record: error``)
     and SolverError when the exact engines disagree.
     """
-    ctx = resolve_context(policy, records, context)
-    admitted = admit(policy, records, ctx)
-    invalid = [r for r in admitted if isinstance(r, InvalidRecord)]
-    if invalid and policy.on_invalid_record == "error":
-        raise invalid[0].error
-    valid = [r for r in admitted if isinstance(r, Record)]
-    verdicts = evaluate(policy, valid, ctx)
-    eligible = [v for v in verdicts if v.eligible]
-
-    rp = round_price or price_for(policy)
-    per_token = rp.lam / ctx.budget if ctx.budget > 0 else 0.0
-    scores = _scores(policy, eligible)
-    compiled = compile_records(
-        [v.record for v in eligible],
-        policy.fidelity,
-        ctx.budget,
-        per_token,
-        ctx.max_records,
-        counter(policy.token_counter, policy.locate("tokens", "counter")),
-        scores=scores,
-        retention=policy.utility.retention,
-        temperature=policy.utility.temperature,
-    )
+    prep = prepare(policy, records, context, round_price)
     outcome = engines.run(
-        compiled.instance,
+        prep.compiled.instance,
         engine or policy.solver.engine,
         policy.solver.cross_check,
         time_limit_s=policy.solver.time_limit_s,
-        scores=compiled.scores,
+        scores=prep.compiled.scores,
     )
-    price = Price(rp.lam, per_token, rp.queue, next_queue(policy, rp.queue, outcome.solution.tokens_used, ctx.budget))
-    return _result(policy, records, ctx, rp, price, admitted, verdicts, compiled, outcome)
+    rp, ctx = prep.round_price, prep.ctx
+    queue_after = next_queue(policy, rp.queue, outcome.solution.tokens_used, ctx.budget)
+    price = Price(rp.lam, prep.per_token, rp.queue, queue_after)
+    return _result(policy, records, prep, price, outcome)
+
+
+def frontier(policy: Policy, records: RecordSet, context: Context | None = None) -> list[tuple[int, float]]:
+    """Best objective at every budget 0..B as breakpoints (budget, objective), at this round's price."""
+    prep = prepare(policy, records, context)
+    try:
+        return dp.frontier(prep.compiled.instance)
+    except dp.TooLarge as exc:
+        raise SolverError(f"frontier needs the DP table: {exc}") from None
 
 
 def _scores(policy: Policy, eligible: list[RecordVerdicts]) -> dict[str, float] | None:
@@ -155,20 +185,11 @@ def _scores(policy: Policy, eligible: list[RecordVerdicts]) -> dict[str, float] 
     return scores or None
 
 
-def _result(
-    policy: Policy,
-    records: RecordSet,
-    ctx: ResolvedContext,
-    rp: RoundPrice,
-    price: Price,
-    admitted: list[Record | InvalidRecord],
-    verdicts: list[RecordVerdicts],
-    compiled: Compiled,
-    outcome: engines.Outcome,
-) -> Result:
+def _result(policy: Policy, records: RecordSet, prep: Prepared, price: Price, outcome: engines.Outcome) -> Result:
+    ctx, rp, compiled, admitted = prep.ctx, prep.round_price, prep.compiled, prep.admitted
     solution = outcome.solution
     row_of = {record.id: row for row, record in enumerate(compiled.records)}
-    verdict_of = {v.record.id: v for v in verdicts}
+    verdict_of = {v.record.id: v for v in prep.verdicts}
     selected, dropped, excluded, trace = [], [], [], []
     for item in admitted:
         if isinstance(item, InvalidRecord):

@@ -1,0 +1,93 @@
+"""Text renderings of results for people (rich tables). They format; they compute nothing."""
+
+from __future__ import annotations
+
+from typing import IO, Any, Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from .result import Result
+
+
+def _console(file: IO[str] | None) -> Console:
+    return Console(file=file, width=120, soft_wrap=False, highlight=False)
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.6g}"
+
+
+def result_table(result: Result, file: IO[str] | None = None) -> None:
+    console = _console(file)
+    console.print(f"[bold]memsolve[/bold]  policy {result.policy_name}  round {result.round}  now {result.now}")
+
+    selected = Table(title="Selected", title_justify="left")
+    for column in ("id", "level", "tokens", "utility"):
+        selected.add_column(column, justify="right" if column in ("tokens", "utility") else "left")
+    for item in result.selected:
+        selected.add_row(item.id, item.level, str(item.tokens), _num(item.utility))
+    console.print(selected)
+
+    if result.dropped:
+        dropped = Table(title="Dropped by the allocation", title_justify="left")
+        dropped.add_column("id")
+        dropped.add_column("reason")
+        for item in result.dropped:
+            dropped.add_row(item.id, item.reason)
+        console.print(dropped)
+
+    if result.excluded:
+        excluded = Table(title="Excluded by rules", title_justify="left")
+        for column in ("id", "rule", "reason"):
+            excluded.add_column(column)
+        for item in result.excluded:
+            excluded.add_row(item.id or "-", item.rule, item.reason)
+        console.print(excluded)
+
+    budget = f"{result.tokens_used} / {result.budget} tokens"
+    if result.max_records is not None:
+        budget += f", {len(result.selected)} / {result.max_records} records"
+    console.print(f"budget     {budget}")
+    console.print(f"objective  {_num(result.objective)}  (utility {_num(result.utility)})")
+    p = result.price
+    console.print(
+        f"price      lambda {_num(p.lam)} ({_num(p.per_token)} per token), "
+        f"queue {_num(p.queue_before)} -> {_num(p.queue_after)}"
+    )
+    s = result.solver
+    line = f"solver     {s.engine}: {s.status}"
+    if s.cross_check:
+        agrees = {True: "agrees", False: "disagrees", None: "not run"}[s.cross_check.get("agrees")]
+        line += f"; cross-check {s.cross_check['engine']} {agrees}"
+    if s.greedy:
+        line += f"; greedy would lose {_num(s.greedy['loss'])}"
+    console.print(line)
+    if result.compression is not None:
+        c = result.compression
+        verdict = "preserved" if c.preserved else "NOT preserved"
+        console.print(
+            f"compression action {c.original_action} -> {c.compressed_action}: {verdict} "
+            f"(gaps {_num(c.original_gap)} / {_num(c.compressed_gap)})"
+            + ("  warning: zero action gap" if c.zero_gap else "")
+        )
+
+
+def frontier_table(points: Sequence[tuple[int, float]], file: IO[str] | None = None) -> None:
+    table = Table(title="Value frontier (breakpoints)", title_justify="left")
+    table.add_column("budget", justify="right")
+    table.add_column("objective", justify="right")
+    for budget, value in points:
+        table.add_row(str(budget), _num(value))
+    _console(file).print(table)
+
+
+def rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], file: IO[str] | None = None) -> None:
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*[str(x) for x in row])
+    _console(file).print(table)
