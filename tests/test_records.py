@@ -1,0 +1,163 @@
+"""Records loading: shapes, per-record errors with file:line, file-level errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import memsolve
+from memsolve.records import InvalidRecord, Record
+
+from .conftest import ROOT, make_policy, rec, solve, write
+
+
+def only_error(records) -> memsolve.InputError:
+    invalid = [r for r in records.records if isinstance(r, InvalidRecord)]
+    assert len(invalid) == 1
+    return invalid[0].error
+
+
+def test_seed_case_shape_with_context() -> None:
+    rs = memsolve.load_records(ROOT / "examples/ch15/base.json")
+    assert [r.id for r in rs.valid] == ["review-v2", "summary", "old-review"]
+    assert rs.context.budget == 6 and rs.context.now == 10 and rs.context.current_version == "v2"
+    assert rs.actions.original == (4.0, 6.0)
+    level = rs.valid[0].levels[0]
+    assert (level.name, level.tokens, level.utility) == ("raw", 4, 8.0)
+
+
+def test_jsonl_yaml_and_json_list_load_the_same(tmp_path: Path) -> None:
+    items = [rec("a", 3, 2.0, 1), rec("b", 4, 1.0, 2)]
+    jl = write(tmp_path, "r.jsonl", "\n".join(__import__("json").dumps(i) for i in items) + "\n\n")
+    yl = write(tmp_path, "r.yaml", "- {id: a, tokens: 3, utility: 2.0, timestamp: 1}\n"
+                                   "- {id: b, tokens: 4, utility: 1.0, timestamp: 2}\n")
+    js = write(tmp_path, "r.json", items)
+    loaded = [memsolve.load_records(p).valid for p in (jl, yl, js)]
+    assert loaded[0] == loaded[1] == loaded[2]
+
+
+def test_per_record_error_has_file_line_and_path(tmp_path: Path) -> None:
+    path = write(tmp_path, "r.jsonl", '{"id": "a", "tokens": 1, "utility": 1, "timestamp": 0}\n'
+                                      '{"id": "b", "tokens": -4, "utility": 1, "timestamp": 0}\n')
+    error = only_error(memsolve.load_records(path))
+    assert (error.line, error.column, error.path) == (2, 23, "[1].tokens")
+    assert error.message == "expected a number >= 0, got `-4`"
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("tokens", True, "expected an integer, got `true`"),
+        ("tokens", 1.5, "expected an integer, got `1.5`"),
+        ("utility", -1, "expected a number >= 0, got `-1`"),
+        ("timestamp", "yesterday", "expected a number or an RFC 3339 time"),
+        ("authority", "yes", "expected true or false, got `yes`"),
+        ("timestmp", 1, "unknown field `timestmp`; did you mean `timestamp`?"),
+    ],
+)
+def test_bad_field_values(field: str, value, message: str) -> None:
+    error = only_error(memsolve.load_records([{**rec("a"), field: value}]))
+    assert message in error.message
+
+
+def test_nan_and_infinity_in_json_are_rejected_with_their_path(tmp_path: Path) -> None:
+    path = write(tmp_path, "r.json", '[{"id": "a", "tokens": 1, "utility": NaN, "timestamp": 0},\n'
+                                     ' {"id": "b", "tokens": 1, "utility": Infinity, "timestamp": 0}]')
+    rs = memsolve.load_records(path)
+    errors = [r.error for r in rs.invalid]
+    assert [(e.line, e.path) for e in errors] == [(1, "[0].utility"), (2, "[1].utility")]
+    assert "finite" in errors[0].message
+
+
+def test_duplicate_ids_keep_the_first() -> None:
+    rs = memsolve.load_records([rec("a"), rec("a")])
+    assert isinstance(rs.records[0], Record)
+    assert "duplicate record id `a`" in rs.records[1].error.message
+
+
+def test_duplicate_json_key_is_a_file_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "r.json", '[{"id": "a",\n  "id": "b", "timestamp": 0}]')
+    with pytest.raises(memsolve.InputError) as info:
+        memsolve.load_records(path)
+    assert (info.value.line, info.value.message) == (2, "duplicate key `id`")
+
+
+def test_invalid_json_has_line_and_column(tmp_path: Path) -> None:
+    path = write(tmp_path, "r.json", '[\n  {"id": "a",, }\n]')
+    with pytest.raises(memsolve.InputError) as info:
+        memsolve.load_records(path)
+    assert (info.value.line, info.value.column) == (2, 14)
+
+
+def test_non_utf8_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_bytes(b'[\n{"id": "\xff"}]')
+    with pytest.raises(memsolve.InputError, match="not valid UTF-8") as info:
+        memsolve.load_records(path)
+    assert info.value.line == 2
+
+
+def test_mixed_time_kinds_is_a_file_error() -> None:
+    with pytest.raises(memsolve.InputError, match="mixed time kinds"):
+        memsolve.load_records([rec("a", timestamp=1), rec("b", timestamp="2026-11-30T00:00:00Z")])
+
+
+def test_wrong_top_level_shape(tmp_path: Path) -> None:
+    path = write(tmp_path, "r.json", '{"items": []}')
+    with pytest.raises(memsolve.InputError):
+        memsolve.load_records(path)
+
+
+def test_unknown_extension(tmp_path: Path) -> None:
+    with pytest.raises(memsolve.InputError, match="unknown file type"):
+        memsolve.load_records(write(tmp_path, "r.txt", "[]"))
+
+
+def test_representations_and_shorthand_conflict() -> None:
+    rs = memsolve.load_records([{**rec("a"), "representations": {"raw": {"tokens": 1, "utility": 1}}}])
+    assert "not both" in rs.invalid[0].error.message
+
+
+def test_record_with_nothing_to_keep() -> None:
+    rs = memsolve.load_records([{"id": "a", "timestamp": 0}])
+    assert "nothing to keep" in rs.invalid[0].error.message
+
+
+def test_delete_is_implicit_and_cannot_be_given() -> None:
+    rs = memsolve.load_records([{"id": "a", "timestamp": 0, "representations": {"delete": {"tokens": 0}}}])
+    assert rs.invalid
+
+
+def test_text_only_record_counts_words_for_raw() -> None:
+    policy = make_policy("budget: {tokens: 4}\n")
+    records = [{"id": "a", "timestamp": 0, "text": "one two  three", "utility": 2.0}]
+    result = solve(policy, records, now=0)
+    assert [(s.id, s.tokens) for s in result.selected] == [("a", 3)]
+
+
+def test_level_outside_the_fidelity_list_is_invalid() -> None:
+    policy = make_policy("budget: {tokens: 4}\nfidelity: [raw, summary]\n")
+    records = [{"id": "a", "timestamp": 0, "representations": {"gist": {"tokens": 1, "utility": 1}}}]
+    with pytest.raises(memsolve.InputError, match="level `gist` is not in the policy's fidelity list"):
+        solve(policy, records, now=0)
+
+
+def test_unknown_store_is_invalid() -> None:
+    with pytest.raises(memsolve.InputError, match="unknown store `notes`"):
+        solve(make_policy("budget: {tokens: 4}\n"), [rec("a", store="notes")], now=0)
+
+
+def test_token_count_beyond_the_solver_range() -> None:
+    rs = memsolve.load_records([rec("a", tokens=10**13)])
+    assert "larger than the supported" in rs.invalid[0].error.message
+
+
+def test_empty_files_hold_no_records(tmp_path: Path) -> None:
+    for name, text in (("e.jsonl", ""), ("e.yaml", ""), ("e.json", "[]")):
+        assert memsolve.load_records(write(tmp_path, name, text)).records == ()
+
+
+def test_action_values_must_match_in_length() -> None:
+    with pytest.raises(memsolve.InputError, match="expected 2 action values"):
+        memsolve.load_records({"records": [], "original_action_values": [1, 2], "compressed_action_values": [1]})
