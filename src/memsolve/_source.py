@@ -45,19 +45,21 @@ class Document:
     text: str
     data: Any
     format: str
-    _locator: Callable[[PathT], tuple[int, int] | None] = field(repr=False, default=lambda p: None)
+    _locator: Callable[[PathT, bool], tuple[int, int] | None] = field(
+        repr=False, default=lambda path, key: None
+    )
 
-    def locate(self, path: Sequence[Any]) -> Location:
-        """Location of the value at ``path`` (or of its nearest existing parent)."""
+    def locate(self, path: Sequence[Any], key: bool = False) -> Location:
+        """Location of the value at ``path`` (of its key, with ``key``), or of the nearest parent."""
         path = tuple(path)
         for cut in range(len(path), -1, -1):
-            mark = self._locator(path[:cut])
+            mark = self._locator(path[:cut], key and cut == len(path))
             if mark is not None:
                 return Location(self.file, mark[0], mark[1], render_path(path))
         return Location(self.file, None, None, render_path(path))
 
-    def error(self, path: Sequence[Any], message: str) -> InputError:
-        return InputError(message, self.locate(path))
+    def error(self, path: Sequence[Any], message: str, key: bool = False) -> InputError:
+        return InputError(message, self.locate(path, key))
 
 
 def format_of(path: str | Path) -> str:
@@ -164,19 +166,19 @@ def _parse_yaml(text: str, file: str) -> Document:
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", Location(file)) from None
 
-    def locator(path: PathT) -> tuple[int, int] | None:
+    def locator(path: PathT, key: bool) -> tuple[int, int] | None:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-        return _yaml_locate(node, path)
+        return _yaml_locate(node, path, key)
 
     return Document(file, text, data, "yaml", locator)
 
 
-def _yaml_locate(node: Any, path: PathT) -> tuple[int, int] | None:
-    for part in path:
+def _yaml_locate(node: Any, path: PathT, key: bool = False) -> tuple[int, int] | None:
+    for depth, part in enumerate(path):
         if isinstance(node, yaml.MappingNode):
             for key_node, value_node in node.value:
                 if key_node.value == str(part):
-                    node = value_node
+                    node = key_node if key and depth == len(path) - 1 else value_node
                     break
             else:
                 return None
@@ -221,8 +223,8 @@ def _parse_json(text: str, file: str, line_offset: int = 0) -> Document:
     except RecursionError:
         raise InputError("invalid JSON: nesting too deep", Location(file)) from None
 
-    def locator(path: PathT) -> tuple[int, int] | None:
-        offset = _json_offset(text, path)
+    def locator(path: PathT, key: bool) -> tuple[int, int] | None:
+        offset = _json_offset(text, path, key)
         if offset is None:
             return None
         line, column = _line_col(text, offset)
@@ -241,13 +243,13 @@ def _parse_jsonl(text: str, file: str) -> Document:
         records.append(doc.data)
         line_of.append((number, line))
 
-    def locator(path: PathT) -> tuple[int, int] | None:
+    def locator(path: PathT, key: bool) -> tuple[int, int] | None:
         if not path:
             return (1, 1)
         if not isinstance(path[0], int) or path[0] >= len(line_of):
             return None
         number, line = line_of[path[0]]
-        offset = _json_offset(line, path[1:])
+        offset = _json_offset(line, path[1:], key)
         if offset is None:
             return None
         return number, _line_col(line, offset)[1]
@@ -311,9 +313,9 @@ def _json_events(text: str) -> Iterator[tuple[PathT, int, str | None]]:
     yield from _events_then_end(walk(0, ()))
 
 
-def _json_offset(text: str, path: PathT) -> int | None:
-    for event_path, offset, key in _json_events(text):
-        if key is None and event_path == path:
+def _json_offset(text: str, path: PathT, key: bool = False) -> int | None:
+    for event_path, offset, event_key in _json_events(text):
+        if event_path == path and (event_key is not None) == (key and bool(path)):
             return offset
     return None
 

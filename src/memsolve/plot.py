@@ -21,6 +21,12 @@ def _pyplot():
     return plt
 
 
+def plt_rc(params: dict):
+    import matplotlib
+
+    return matplotlib.rc_context(params)
+
+
 def save_figure(fig, path: str, force: bool) -> None:
     target = Path(path)
     suffix = target.suffix.lower()
@@ -32,8 +38,10 @@ def save_figure(fig, path: str, force: bool) -> None:
     os.close(fd)
     try:
         # fixed metadata keeps SVG output byte-identical between runs
-        metadata = {"Date": None} if suffix in (".svg", ".pdf") else {}
-        fig.savefig(tmp, format=suffix[1:], metadata=metadata)
+        # fixed salt and metadata keep the file byte-identical between runs
+        metadata = {"Date": None} if suffix == ".svg" else {"CreationDate": None} if suffix == ".pdf" else {}
+        with plt_rc({"svg.hashsalt": "memsolve"}):
+            fig.savefig(tmp, format=suffix[1:], metadata=metadata)
         os.replace(tmp, target)
     finally:
         Path(tmp).unlink(missing_ok=True)

@@ -55,7 +55,7 @@ def test_unknown_key_suggests_the_close_one(tmp_path: Path) -> None:
 
 def test_unknown_rule_type_suggests_the_spelling(tmp_path: Path) -> None:
     error = load_error(tmp_path, HEAD + "rules:\n  - max-age: 5\n")
-    assert (error.line, error.column, error.path) == (5, 14, "rules[0].max-age")
+    assert (error.line, error.column, error.path) == (5, 5, "rules[0].max-age")  # at the key
     assert "did you mean `max_age`?" in error.message
 
 

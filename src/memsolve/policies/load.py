@@ -62,7 +62,9 @@ def _build(doc: Document, sha256: str) -> Policy:
     utility = data.get("utility", {})
     for level in utility.get("retention", {}):
         if level not in fidelity:
-            raise doc.error(("utility", "retention", level), _not_in(level, fidelity, "fidelity level"))
+            raise doc.error(
+                ("utility", "retention", level), _not_in(level, fidelity, "fidelity level"), key=True
+            )
 
     records = data.get("records")
     if records is not None and doc.file and not doc.file.startswith("<"):
@@ -110,7 +112,7 @@ def _check_rule_shapes(doc: Document, rules: Any) -> None:
         kinds = [key for key in item if key != "id"]
         for key in kinds:
             if key not in RULE_TYPES:
-                raise doc.error(("rules", index, key), _not_in(key, RULE_TYPES, "rule type"))
+                raise doc.error(("rules", index, key), _not_in(key, RULE_TYPES, "rule type"), key=True)
         if len(kinds) != 1:
             raise doc.error(
                 ("rules", index),
@@ -159,7 +161,7 @@ def _rule(doc: Document, index: int, item: Mapping[str, Any], stores: tuple[str,
         by_store = {}
         for store, ttl in config.get("ttl_by_store", {}).items():
             if store not in stores:
-                raise doc.error(here + ("ttl_by_store", store), _not_in(store, stores, "store"))
+                raise doc.error(here + ("ttl_by_store", store), _not_in(store, stores, "store"), key=True)
             by_store[store] = duration(ttl, "ttl_by_store", store)
         return FreshnessRule(
             **base, default_ttl=duration(config.get("default_ttl"), "default_ttl"), ttl_by_store=by_store

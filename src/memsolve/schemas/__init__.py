@@ -46,7 +46,10 @@ def first_error(
 
 
 def describe(error: jsonschema.ValidationError) -> tuple[tuple[Any, ...], str]:
-    """The path to point at and a one-line message for a schema error."""
+    """The path to point at and a one-line message for a schema error.
+
+    A path that names an unexpected key is reported at the key (see :func:`schema_error`).
+    """
     path = tuple(error.absolute_path)
     instance = error.instance
     kind = error.validator
@@ -117,4 +120,5 @@ def check(
 
 def schema_error(doc: Document, error: jsonschema.ValidationError, prefix: Sequence[Any] = ()) -> InputError:
     path, message = describe(error)
-    return doc.error(tuple(prefix) + path, message)
+    at_key = message.startswith("unknown field")
+    return doc.error(tuple(prefix) + path, message, key=at_key)
