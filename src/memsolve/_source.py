@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import yaml
 

@@ -7,8 +7,9 @@ silently prefers one authority over another.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from .errors import InputError, Location
 from .policies.model import Policy, VersionAuthorityRule

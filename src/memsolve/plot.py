@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from .errors import InputError, Location
 
@@ -34,7 +34,7 @@ def save_figure(fig, path: str, force: bool) -> None:
         raise InputError("plot file must end in .svg, .png or .pdf", Location(path))
     if target.exists() and not force:
         raise InputError("file exists; pass --force to replace it", Location(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent if str(target.parent) else ".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
     os.close(fd)
     try:
         # fixed metadata keeps SVG output byte-identical between runs

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence, Union
+from typing import Any
 
 from . import schemas
 from ._source import Document, find_non_finite, load_document
@@ -64,7 +65,7 @@ class InvalidRecord:
     error: InputError
 
 
-AnyRecord = Union[Record, InvalidRecord]
+AnyRecord = Record | InvalidRecord
 
 
 @dataclass(frozen=True)

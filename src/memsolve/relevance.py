@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -85,7 +86,7 @@ def bm25(query: str, documents: Sequence[str], k1: float = 1.5, b: float = 0.75)
     return scores / top if top > 0 else scores
 
 
-def relevance_check(ev: "_Evaluator", rule: "RelevanceRule", records: Sequence[Record]) -> Callable[[Record], "Verdict"]:
+def relevance_check(ev: _Evaluator, rule: RelevanceRule, records: Sequence[Record]) -> Callable[[Record], Verdict]:
     from .policies.rules import Verdict, number
 
     query = ev.ctx.query
@@ -104,7 +105,7 @@ def relevance_check(ev: "_Evaluator", rule: "RelevanceRule", records: Sequence[R
     score_fn = bm25 if rule.scorer == "bm25" else tfidf_cosine
     for group in by_tenant.values():
         values = score_fn(query, [record_text(r) for r in group])
-        similarity.update({r.id: float(v) for r, v in zip(group, values)})
+        similarity.update({r.id: float(v) for r, v in zip(group, values, strict=True)})
     w = rule.recency_weight
 
     def check(record: Record) -> Verdict:

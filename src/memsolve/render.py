@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import IO, Any, Sequence
+from collections.abc import Sequence
+from typing import IO, Any
 
 from rich.console import Console
 from rich.table import Table

@@ -7,8 +7,9 @@ deterministic: the same inputs give byte-identical output (no wall-clock values 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 SCHEMA = "memsolve/result/v1"
 

@@ -8,8 +8,8 @@ offline (see README, "Counting tokens offline"), and fails with a clear error ot
 from __future__ import annotations
 
 import os
-from functools import lru_cache
-from typing import Callable
+from collections.abc import Callable
+from functools import cache
 
 from .errors import InputError, Location
 
@@ -20,7 +20,7 @@ def words(text: str) -> int:
     return len(text.split())
 
 
-@lru_cache(maxsize=None)
+@cache
 def counter(spec: str, where: Location | None = None) -> Counter:
     """The counting function for a policy's ``tokens.counter`` value."""
     if spec == "words":

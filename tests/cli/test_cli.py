@@ -80,7 +80,9 @@ def test_validate(cli, tmp_path: Path) -> None:
                                       "rules:\n  - freshnes: {}\n")
     result = cli("validate", "policies/ch15.yaml", bad)
     assert result.exit_code == 2
-    assert result.stderr == f"error: {bad}:5:5: rules[0].freshnes: unknown rule type `freshnes`; did you mean `freshness`?\n"
+    assert result.stderr == (
+        f"error: {bad}:5:5: rules[0].freshnes: unknown rule type `freshnes`; did you mean `freshness`?\n"
+    )
 
 
 def test_bad_records_exit_2(cli, tmp_path: Path) -> None:

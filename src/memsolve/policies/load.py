@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from .. import schemas
 from .._source import Document, find_non_finite, load_document, parse_text

@@ -7,8 +7,9 @@ the wrong kind is reported at the policy's own file:line.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from .._source import Document
 from ..errors import InputError, Location

@@ -7,8 +7,9 @@ All failures stay in the trace, so an author sees every reason at once.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 from ..context import ResolvedContext
 from ..errors import InputError

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import difflib
 import json
-from functools import lru_cache
+from collections.abc import Sequence
+from functools import cache
 from importlib import resources
-from typing import Any, Sequence
+from typing import Any
 
 import jsonschema
 from jsonschema import Draft202012Validator
@@ -17,14 +18,14 @@ from ..errors import InputError
 SCHEMA_FILES = ("policy", "records", "result")
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_schema(name: str) -> dict[str, Any]:
     """The schema ``name`` (policy, records or result) as a dict."""
     text = resources.files(__name__).joinpath(f"{name}.schema.json").read_text("utf-8")
     return json.loads(text)
 
 
-@lru_cache(maxsize=None)
+@cache
 def validator(name: str, definition: str | None = None) -> Draft202012Validator:
     """A validator for a schema, or for one of its ``$defs`` entries."""
     schema = load_schema(name)

@@ -9,8 +9,8 @@ maximum from the lowest level up), each repair kept for the trace.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 

@@ -6,6 +6,8 @@ one worker (also what makes it deterministic), ``linearization_level=2``, and a 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from ortools.sat.python import cp_model
 
@@ -70,4 +72,4 @@ def solve_cpsat(
         detail="" if proven else f"time limit {time_limit_s}s reached before a proof",
     )
     bound = solution.objective if proven else solver.BestObjectiveBound() / scaled.scale
-    return Solution(**{**solution.__dict__, "bound": bound})
+    return replace(solution, bound=bound)

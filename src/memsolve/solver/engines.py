@@ -7,7 +7,7 @@ same scaled objective, or the solve fails with SolverError (exit 3).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -51,60 +51,60 @@ def run(
     scaled = scale(instance)
     greedy = solve_greedy(instance, scaled, scores=scores)
     if engine == "greedy":
+        # greedy is a baseline: the exact optimum is reported beside it, never enforced
         reference = _exact(instance, scaled, cross_check, time_limit_s, greedy)
         check = None
         if reference is not None:
+            proven = reference.status == OPTIMAL
             check = CrossCheck(
                 reference.engine,
-                reference.objective if reference.status == OPTIMAL else None,
-                reference.scaled_objective == greedy.scaled_objective if reference.status == OPTIMAL else None,
+                reference.objective if proven else None,
+                reference.scaled_objective == greedy.scaled_objective if proven else None,
                 "greedy is a baseline; the exact optimum is shown for comparison",
             )
-        _assert_feasible(instance, greedy)
-        return Outcome(greedy, check, greedy)
+        return Outcome(_feasible(instance, greedy), check, greedy)
 
     primary = _exact(instance, scaled, engine, time_limit_s, greedy)
     assert primary is not None
-    if primary.status == SKIPPED:  # the DP declined: CP-SAT takes over
+    if primary.status == SKIPPED:  # the DP declined a table this large: CP-SAT takes over
         primary = _exact(instance, scaled, "cp-sat", time_limit_s, greedy)
         assert primary is not None
-        cross_check = "none"
-    other = None if cross_check in ("none", engine, primary.engine) else cross_check
-    secondary = _exact(instance, scaled, other, time_limit_s, greedy) if other else None
-    if secondary is None or secondary.status == SKIPPED:
-        check = None if secondary is None else CrossCheck(secondary.engine, None, None, secondary.detail)
-        _assert_feasible(instance, primary)
-        return Outcome(primary, check, greedy)
+    other = None if cross_check == primary.engine else cross_check
+    secondary = _exact(instance, scaled, other, time_limit_s, greedy)
+    if secondary is None:
+        return Outcome(_feasible(instance, primary), None, greedy)
+    if secondary.status == SKIPPED:
+        return Outcome(_feasible(instance, primary), CrossCheck(secondary.engine, None, None, secondary.detail), greedy)
 
-    both_optimal = primary.status == OPTIMAL and secondary.status == OPTIMAL
     p, s = primary.scaled_objective, secondary.scaled_objective
     assert p is not None and s is not None
-    # a proven optimum can never be beaten; two proven optima must be equal
-    agrees = p == s if both_optimal else (p >= s if primary.status == OPTIMAL else s >= p)
+    # a proven optimum is never beaten, and two proven optima are equal
+    if primary.status == OPTIMAL and secondary.status == OPTIMAL:
+        agrees = p == s
+    else:
+        agrees = p >= s if primary.status == OPTIMAL else s >= p
     if not agrees:
         raise SolverError(
             f"exact engines disagree: {primary.engine} found {primary.objective!r} "
             f"({primary.status}), {secondary.engine} found {secondary.objective!r} ({secondary.status})"
         )
-    check = CrossCheck(secondary.engine, secondary.objective, True, secondary.detail)
-    # the DP's allocation follows the documented tie rule; prefer it whenever it is proven
-    chosen = primary
-    for candidate in (primary, secondary):
-        if candidate.engine == "dp" and candidate.status == OPTIMAL:
-            chosen = candidate
-    if chosen is not primary and primary.status != OPTIMAL:
-        check = CrossCheck(primary.engine, primary.objective, True, primary.detail)
-    _assert_feasible(instance, chosen)
-    if chosen is not primary and primary.status == OPTIMAL:
-        # the proof is primary's; the representative among equal optima is the DP's
-        chosen = Solution(**{**chosen.__dict__, "engine": primary.engine})
-    return Outcome(chosen, check, greedy)
+    # report the DP's allocation when it is proven: it is the documented tie-rule representative
+    if secondary.engine == "dp" and secondary.status == OPTIMAL:
+        if primary.status == OPTIMAL:
+            chosen = replace(secondary, engine=primary.engine, bound=primary.bound)
+            check = CrossCheck(secondary.engine, secondary.objective, True)
+        else:  # CP-SAT ran out of time; the DP's proof stands
+            chosen = secondary
+            check = CrossCheck(primary.engine, primary.objective, True, primary.detail)
+    else:
+        chosen, check = primary, CrossCheck(secondary.engine, secondary.objective, True, secondary.detail)
+    return Outcome(_feasible(instance, chosen), check, greedy)
 
 
 def _exact(
     instance: Instance, scaled: Scaled, engine: str | None, time_limit_s: float, greedy: Solution
 ) -> Solution | None:
-    if engine in (None, "none"):
+    if engine is None or engine == "none":
         return None
     if engine == "dp":
         return solve_dp(instance, scaled)
@@ -116,8 +116,10 @@ def _exact(
     raise InputError(f"unknown engine `{engine}`; expected one of {', '.join(ENGINES)}")
 
 
-def _assert_feasible(instance: Instance, solution: Solution) -> None:
+def _feasible(instance: Instance, solution: Solution) -> Solution:
+    """The solution, once its hard constraints are verified (a violation is an engine bug)."""
     try:
         check_feasible(instance, solution.choice)
     except AssertionError as exc:
         raise SolverError(f"{solution.engine} returned an infeasible allocation: {exc}") from None
+    return solution
