@@ -12,10 +12,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import InputError, SolverError
-from .cpsat import solve_cpsat
+from .core import reduce_instance, solve_cpsat_reduced, solve_reduced
 from .dp import solve_dp
 from .greedy import solve_greedy
-from .instance import OPTIMAL, SKIPPED, Instance, Scaled, Solution, check_feasible, scale
+from .instance import OPTIMAL, SKIPPED, Instance, Solution, check_feasible, scale
+from .reduce import Reduction
 
 ENGINES = ("cp-sat", "dp", "greedy")
 
@@ -35,6 +36,49 @@ class Outcome:
     solution: Solution
     cross_check: CrossCheck | None
     greedy: Solution | None  # the greedy baseline, to show what it would lose
+    reduction: Reduction | None = None  # which rows were fixed by bound and which searched
+
+
+# The cross-check runs the dense DP (no reductions: independent of them) up to this many
+# table cells, and the reduced DP beyond.
+DENSE_CROSS_CHECK_CELLS = 20_000_000
+
+
+class _Runner:
+    """Runs engines on one instance, sharing the scaled values and the reduction."""
+
+    def __init__(self, instance: Instance, time_limit_s: float, greedy: Solution) -> None:
+        self.instance = instance
+        self.scaled = scale(instance)
+        self.time_limit_s = time_limit_s
+        self.greedy = greedy
+        self.reduction: Reduction | None = None
+
+    def solve(self, engine: str | None, checking: bool = False) -> Solution | None:
+        if engine is None or engine == "none":
+            return None
+        if engine == "dp":
+            if checking and _dense_cells(self.instance) <= DENSE_CROSS_CHECK_CELLS:
+                return solve_dp(self.instance, self.scaled)
+            solution, self.reduction = solve_reduced(self.instance, self.scaled, self.greedy.choice)
+            return solution
+        if engine == "cp-sat":
+            if self.reduction is None:
+                self.reduction = reduce_instance(self.instance, self.scaled, self.greedy.choice)
+            try:
+                return solve_cpsat_reduced(
+                    self.instance, self.scaled, self.reduction, time_limit_s=self.time_limit_s
+                )
+            except RuntimeError as exc:
+                raise SolverError(str(exc)) from None
+        raise InputError(f"unknown engine `{engine}`; expected one of {', '.join(ENGINES)}")
+
+
+def _dense_cells(instance: Instance) -> int:
+    count = 1 if instance.max_records is None else instance.max_records + 1
+    return instance.n * (instance.budget + 1) * count
+
+
 
 
 def run(
@@ -48,11 +92,11 @@ def run(
     """Solve with ``engine`` and check it with ``cross_check`` (``none`` to skip)."""
     if engine not in ENGINES:
         raise InputError(f"unknown engine `{engine}`; expected one of {', '.join(ENGINES)}")
-    scaled = scale(instance)
-    greedy = solve_greedy(instance, scaled, scores=scores)
+    greedy = solve_greedy(instance, scale(instance), scores=scores)
+    runner = _Runner(instance, time_limit_s, greedy)
     if engine == "greedy":
         # greedy is a baseline: the exact optimum is reported beside it, never enforced
-        reference = _exact(instance, scaled, cross_check, time_limit_s, greedy)
+        reference = runner.solve(cross_check, checking=True)
         check = None
         if reference is not None:
             proven = reference.status == OPTIMAL
@@ -64,17 +108,18 @@ def run(
             )
         return Outcome(_feasible(instance, greedy), check, greedy)
 
-    primary = _exact(instance, scaled, engine, time_limit_s, greedy)
+    primary = runner.solve(engine)
     assert primary is not None
-    if primary.status == SKIPPED:  # the DP declined a table this large: CP-SAT takes over
-        primary = _exact(instance, scaled, "cp-sat", time_limit_s, greedy)
+    if primary.status == SKIPPED:  # the DP declined a core this large: CP-SAT takes over
+        primary = runner.solve("cp-sat")
         assert primary is not None
     other = None if cross_check == primary.engine else cross_check
-    secondary = _exact(instance, scaled, other, time_limit_s, greedy)
+    secondary = runner.solve(other, checking=True)
     if secondary is None:
-        return Outcome(_feasible(instance, primary), None, greedy)
+        return Outcome(_feasible(instance, primary), None, greedy, runner.reduction)
     if secondary.status == SKIPPED:
-        return Outcome(_feasible(instance, primary), CrossCheck(secondary.engine, None, None, secondary.detail), greedy)
+        check = CrossCheck(secondary.engine, None, None, secondary.detail)
+        return Outcome(_feasible(instance, primary), check, greedy, runner.reduction)
 
     p, s = primary.scaled_objective, secondary.scaled_objective
     assert p is not None and s is not None
@@ -91,29 +136,14 @@ def run(
     # report the DP's allocation when it is proven: it is the documented tie-rule representative
     if secondary.engine == "dp" and secondary.status == OPTIMAL:
         if primary.status == OPTIMAL:
-            chosen = replace(secondary, engine=primary.engine, bound=primary.bound)
-            check = CrossCheck(secondary.engine, secondary.objective, True)
+            chosen = replace(secondary, engine=primary.engine, bound=primary.bound, detail=primary.detail)
+            check = CrossCheck(secondary.engine, secondary.objective, True, secondary.detail)
         else:  # CP-SAT ran out of time; the DP's proof stands
             chosen = secondary
             check = CrossCheck(primary.engine, primary.objective, True, primary.detail)
     else:
         chosen, check = primary, CrossCheck(secondary.engine, secondary.objective, True, secondary.detail)
-    return Outcome(_feasible(instance, chosen), check, greedy)
-
-
-def _exact(
-    instance: Instance, scaled: Scaled, engine: str | None, time_limit_s: float, greedy: Solution
-) -> Solution | None:
-    if engine is None or engine == "none":
-        return None
-    if engine == "dp":
-        return solve_dp(instance, scaled)
-    if engine == "cp-sat":
-        try:
-            return solve_cpsat(instance, scaled, time_limit_s=time_limit_s, hint=greedy.choice)
-        except RuntimeError as exc:
-            raise SolverError(str(exc)) from None
-    raise InputError(f"unknown engine `{engine}`; expected one of {', '.join(ENGINES)}")
+    return Outcome(_feasible(instance, chosen), check, greedy, runner.reduction)
 
 
 def _feasible(instance: Instance, solution: Solution) -> Solution:

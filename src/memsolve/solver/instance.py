@@ -95,18 +95,13 @@ class Solution:
 
 
 def evaluate(instance: Instance, choice: np.ndarray) -> tuple[float, float, int]:
-    """Objective, utility and tokens of a choice, summed in row order (deterministic)."""
-    objective = utility = 0.0
-    tokens = 0
-    for row, level in enumerate(choice.tolist()):
-        if level < 0:
-            continue
-        u = float(instance.utility[row, level])
-        s = int(instance.tokens[row, level])
-        utility += u
-        objective += u - instance.price * s
-        tokens += s
-    return objective, utility, tokens
+    """Objective, utility and tokens of a choice (sums in row order: deterministic)."""
+    rows = np.flatnonzero(choice >= 0)
+    levels = choice[rows]
+    utility = instance.utility[rows, levels]
+    tokens = instance.tokens[rows, levels]
+    net = utility - instance.price * tokens
+    return float(net.sum()), float(utility.sum()), int(tokens.sum())
 
 
 def scaled_value(scaled: Scaled, choice: np.ndarray) -> int:

@@ -1,0 +1,124 @@
+"""Benchmark memsolve's exact engines against plain models, on demand (not part of the tests).
+
+    python benchmarks/run.py                        # default table
+    python benchmarks/run.py --sizes 100 1000 --classes memory strong --repeat 3
+
+Every row is exactness-checked: each exact engine's objective must equal memsolve's reduced DP
+(to the scaling resolution). Times are milliseconds, best of --repeat, measured in this run;
+`ratio` divides memsolve's time by a numpy argsort of the same n·k utilities in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from generators import CLASSES, generate  # noqa: E402
+
+from memsolve.solver import make_instance, scale, solve_arrays  # noqa: E402
+from memsolve.solver.core import reduce_instance  # noqa: E402
+from memsolve.solver.cpsat import solve_cpsat  # noqa: E402
+from memsolve.solver.dp import MAX_CELLS, solve_dp  # noqa: E402
+
+
+HARD = ("weakly", "strongly", "subset-sum")
+
+
+def best_of(repeat: int, func):
+    times, out = [], None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        out = func()
+        times.append(time.perf_counter() - start)
+    return min(times) * 1000.0, out
+
+
+def highs(tokens, utility, budget):
+    """HiGHS through scipy's milp, when scipy is installed."""
+    try:
+        from scipy.optimize import Bounds, LinearConstraint, milp
+        from scipy.sparse import csr_matrix
+    except ImportError:
+        return None
+    n, k = tokens.shape
+    c = -utility.ravel()
+    rows = np.repeat(np.arange(n), k)
+    one_per_row = LinearConstraint(csr_matrix((np.ones(n * k), (rows, np.arange(n * k))), shape=(n, n * k)), 0, 1)
+    capacity = LinearConstraint(tokens.ravel()[None, :].astype(float), 0, budget)
+    res = milp(c, constraints=[one_per_row, capacity], integrality=np.ones(n * k), bounds=Bounds(0, 1))
+    return None if res.x is None else -res.fun
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000, 100000])
+    parser.add_argument("--classes", nargs="+", default=list(CLASSES), choices=list(CLASSES))
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--plain-limit", type=float, default=15.0, help="time limit for plain CP-SAT (s)")
+    parser.add_argument("--plain-max-n", type=int, default=1000, help="largest n given to plain CP-SAT and HiGHS")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--hard-max-n", type=int, default=1000,
+                        help="largest n for the weakly/strongly correlated and subset-sum classes")
+    parser.add_argument("--time-limit", type=float, default=10.0, help="memsolve's CP-SAT time limit (s)")
+    args = parser.parse_args()
+
+    table = Table(title="memsolve exact MCKP, milliseconds (best of %d)" % args.repeat)
+    for column in ("class", "n", "argsort", "memsolve dp", "ratio", "status", "memsolve cp-sat", "core",
+                   "plain CP-SAT", "HiGHS", "dense DP", "exact"):
+        table.add_column(column, justify="right")
+    console = Console()
+    failures = 0
+    for kind in args.classes:
+        for n in args.sizes:
+            if kind in HARD and n > args.hard_max_n:
+                continue
+            tokens, utility, budget = generate(kind, n, args.seed)
+            values = np.random.default_rng(0).random(tokens.size)
+            t_sort, _ = best_of(args.repeat, lambda: np.argsort(values))
+            t_dp, dp = best_of(args.repeat, lambda: solve_arrays(tokens, utility, budget, engine="dp",
+                                                                      time_limit_s=args.time_limit))
+            t_cp, cp = best_of(args.repeat, lambda: solve_arrays(tokens, utility, budget, engine="cp-sat",
+                                                                      time_limit_s=args.time_limit))
+            reference = dp.objective
+            tolerance = 1e-6 * n + 1e-9 * abs(reference)
+            exact = dp.status == "optimal" and cp.status == "optimal" and abs(cp.objective - reference) <= tolerance
+            status = dp.status if dp.engine == "dp" else f"{dp.status} ({dp.engine} core)"
+            instance = make_instance(tokens, utility, budget)
+            core = str(reduce_instance(instance, scale(instance)).core.size)
+
+            plain = highs_cell = dense = "skipped"
+            if n <= args.plain_max_n:
+                t_plain, sol = best_of(1, lambda: solve_cpsat(instance, time_limit_s=args.plain_limit))
+                if sol.status == "optimal":
+                    plain = f"{t_plain:.1f}"
+                    exact &= abs(sol.objective - reference) <= tolerance
+                else:
+                    plain = f"not optimal after {args.plain_limit:g} s"
+                t_h, value = best_of(1, lambda: highs(tokens, utility, budget))
+                if value is not None:
+                    highs_cell = f"{t_h:.1f}"
+                    exact &= abs(value - reference) <= 1e-6 * max(1.0, abs(reference))
+                else:
+                    highs_cell = "no scipy"
+            if n * (budget + 1) <= MAX_CELLS:
+                t_dense, sol = best_of(1, lambda: solve_dp(instance))
+                dense = f"{t_dense:.1f}"
+                exact &= abs(sol.objective - reference) <= tolerance
+            failures += not exact
+            table.add_row(kind, f"{n:,}", f"{t_sort:.2f}", f"{t_dp:.2f}", f"{t_dp / t_sort:.2f}x", status, f"{t_cp:.2f}",
+                          core, plain, highs_cell, dense, "yes" if exact else "NO")
+            console.print(f"  done: {kind} n={n}", style="dim")
+    console.print(table)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,220 @@
+"""Exact solves of the core left by :mod:`.reduce`, under the same tie rule as the dense DP.
+
+Without a count limit the core is solved by a sparse DP over Pareto sets of (tokens, value)
+states, rows processed last to first, each state pruned when even the Lagrangian bound of the
+rows still to come cannot reach the incumbent. Reconstruction runs first to last and gives each
+row the highest fidelity that still completes an optimal allocation, as the dense DP does.
+With a count limit the core is handed to the dense DP (its table includes the count) when
+small enough, else to CP-SAT.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from .cpsat import solve_cpsat
+from .dp import MAX_CELLS
+from .dp import solve_dp as dense_dp
+from .instance import OPTIMAL, SKIPPED, Instance, Scaled, Solution, make_solution
+from .reduce import Reduction, _value, closest_rows, fix, relax
+
+# The sparse DP declines a core (CP-SAT takes it, under its time limit) past these sizes.
+MAX_STATES = 1_000_000  # Pareto states after one row
+MAX_WORK = 30_000_000  # candidate states over all rows
+
+
+class CoreTooLarge(Exception):
+    pass
+
+
+def sub_instance(instance: Instance, scaled: Scaled, red: Reduction) -> tuple[Instance, Scaled]:
+    """The core as an instance of its own: core rows, surviving levels, remaining capacity."""
+    rows = red.core
+    fixed = red.fixed_choice
+    chosen = np.flatnonzero(fixed >= 0)
+    used = int(instance.tokens[chosen, fixed[chosen]].sum())
+    limit = None if instance.max_records is None else instance.max_records - len(chosen)
+    keep = red.keep[rows, : instance.k]
+    sub = Instance(
+        instance.tokens[rows], instance.utility[rows], instance.mask[rows] & keep,
+        instance.budget - used, instance.price, limit,
+    )
+    fits = sub.tokens <= sub.budget  # the core's capacity is smaller than the budget
+    return sub, Scaled(scaled.values[rows], scaled.usable[rows] & keep & fits, scaled.scale)
+
+
+def pareto_dp(sub: Instance, scaled: Scaled, delete_ok: np.ndarray, multiplier: float, floor: int) -> np.ndarray:
+    """Tie-rule optimum of a core without count limit; raises CoreTooLarge past MAX_STATES."""
+    n = sub.n
+    capacity = sub.budget
+    reduced_best = np.zeros(n + 1)  # Σ over rows < i of each row's best Lagrangian value
+    best = np.where(scaled.usable, scaled.values - multiplier * sub.tokens, -np.inf).max(axis=1, initial=-np.inf)
+    best = np.where(delete_ok, np.maximum(best, 0.0), best)
+    reduced_best[1:] = np.cumsum(best)
+    slack = 1e-9 * (abs(float(reduced_best[-1])) + multiplier * capacity) + 1.0
+
+    states: list[tuple[np.ndarray, np.ndarray]] = [None] * (n + 1)  # type: ignore[list-item]
+    w = np.zeros(1, dtype=np.int64)
+    v = np.zeros(1, dtype=np.int64)
+    states[n] = (w, v)
+    work = 0
+    for row in range(n - 1, -1, -1):
+        levels = np.flatnonzero(scaled.usable[row]).tolist()
+        parts_w = [w + int(sub.tokens[row, j]) for j in levels]
+        parts_v = [v + int(scaled.values[row, j]) for j in levels]
+        if delete_ok[row]:
+            parts_w.append(w)
+            parts_v.append(v)
+        cw = np.concatenate(parts_w)
+        cv = np.concatenate(parts_v)
+        work += cw.size
+        if work > MAX_WORK:
+            raise CoreTooLarge(f"more than {MAX_WORK:,} candidate states")
+        bound = cv + multiplier * (capacity - cw) + reduced_best[row]
+        ok = (cw <= capacity) & (bound >= floor - slack)
+        cw, cv = cw[ok], cv[ok]
+        order = np.lexsort((-cv, cw))
+        cw, cv = cw[order], cv[order]
+        running = np.maximum.accumulate(cv)
+        frontier = np.ones(cw.size, dtype=bool)
+        frontier[1:] = cv[1:] > running[:-1]
+        w, v = cw[frontier], cv[frontier]
+        if w.size > MAX_STATES:
+            raise CoreTooLarge(f"{w.size:,} Pareto states")
+        states[row] = (w, v)
+
+    choice = np.full(n, -1, dtype=np.int64)
+    w0, v0 = states[0]
+    top = int(np.argmax(v0))  # Pareto order: the first state with the best value has fewest tokens
+    target_w, target_v = int(w0[top]), int(v0[top])
+    for row in range(n):
+        nw, nv = states[row + 1]
+        options = np.flatnonzero(scaled.usable[row]).tolist() + ([-1] if delete_ok[row] else [])
+        for j in options:  # highest fidelity first, delete last
+            dw = int(sub.tokens[row, j]) if j >= 0 else 0
+            dv = int(scaled.values[row, j]) if j >= 0 else 0
+            at = int(np.searchsorted(nw, target_w - dw))
+            if at < nw.size and nw[at] == target_w - dw and nv[at] == target_v - dv:
+                choice[row] = j
+                target_w, target_v = target_w - dw, target_v - dv
+                break
+        else:  # pragma: no cover - the states always contain the optimum's suffixes
+            raise AssertionError("core reconstruction lost the optimum")
+    return choice
+
+
+GUESS_ROWS = (6, 24)  # rows searched, in turn, to find a strong incumbent
+
+
+def reduce_instance(
+    instance: Instance, scaled: Scaled, greedy_choice: np.ndarray | None = None
+) -> Reduction:
+    """LP relaxation, a strong incumbent, and bound fixing against it.
+
+    The incumbent is the best of the LP floor and, when that leaves a large core, the exact
+    optimum over the GUESS_ROWS rows closest to changing level (all other rows at the LP
+    floor): the core that fixing leaves against such an incumbent is usually a handful of rows.
+    """
+    lp = relax(instance, scaled)
+    incumbent = lp.floor
+    limit = instance.max_records
+    if limit is not None and int((incumbent >= 0).sum()) > limit and greedy_choice is not None:
+        incumbent = greedy_choice  # the LP floor breaks the count limit
+    red = fix(lp, scaled, incumbent)
+    if limit is None:
+        # small guesses first: each better incumbent makes the next, larger search prune harder
+        for rows in GUESS_ROWS:
+            if red.core.size <= rows:
+                break
+            guess = closest_rows(lp, rows)
+            trial = replace(red, core=guess, fixed_choice=_outside(red.incumbent, guess),
+                            keep=_keep_guess(red.keep, guess, red.incumbent, instance.k))
+            choice = _solve_core(instance, scaled, trial)
+            if choice is not None and _value(scaled, choice) > red.incumbent_value:
+                red = fix(lp, scaled, choice)
+    return red
+
+
+def _outside(incumbent: np.ndarray, guess: np.ndarray) -> np.ndarray:
+    fixed = incumbent.copy()
+    fixed[guess] = -1
+    return fixed
+
+
+def _keep_guess(keep: np.ndarray, guess: np.ndarray, incumbent: np.ndarray, k: int) -> np.ndarray:
+    """Rows outside the guess keep only their incumbent level; guess rows keep what survived."""
+    out = np.zeros_like(keep)
+    out[np.arange(keep.shape[0]), np.where(incumbent >= 0, incumbent, k)] = True
+    out[guess] = keep[guess]
+    return out
+
+
+def _solve_core(instance: Instance, scaled: Scaled, red: Reduction) -> np.ndarray | None:
+    """The full allocation with the core solved exactly, or None when no DP can take the core."""
+    choice = red.fixed_choice.copy()
+    if not red.core.size:
+        return choice
+    sub, sub_scaled = sub_instance(instance, scaled, red)
+    core_choice = None
+    if sub.max_records is None or sub.max_records >= sub.n:
+        sub = replace(sub, max_records=None)
+        start = red.incumbent[red.core]
+        rows = np.flatnonzero(start >= 0)
+        floor = int(sub_scaled.values[rows, start[rows]].sum())
+        try:
+            core_choice = pareto_dp(sub, sub_scaled, red.keep[red.core, instance.k], red.multiplier, floor)
+        except CoreTooLarge:
+            core_choice = None
+    if core_choice is None:
+        core_choice = _dense_core(sub, sub_scaled)
+        if core_choice is None:
+            return None
+    choice[red.core] = core_choice
+    return choice
+
+
+def solve_reduced(
+    instance: Instance, scaled: Scaled, greedy_choice: np.ndarray | None = None
+) -> tuple[Solution, Reduction]:
+    """Exact tie-rule optimum: reductions, then the core (sparse DP, else dense DP)."""
+    red = reduce_instance(instance, scaled, greedy_choice)
+    detail = f"core {red.core.size} of {instance.n} records"
+    choice = _solve_core(instance, scaled, red)
+    if choice is None:
+        empty = np.full(instance.n, -1)
+        return make_solution(instance, scaled, empty, SKIPPED, "dp", detail=detail + "; too large for the DP"), red
+    solution = make_solution(instance, scaled, choice, OPTIMAL, "dp", detail=detail)
+    return replace(solution, bound=solution.objective), red
+
+
+def _dense_core(sub: Instance, scaled: Scaled) -> np.ndarray | None:
+    """A count-limited (or oversized) core by the dense DP when its table fits, else None.
+
+    The dense DP always offers delete, also where the bound removed it: a superset of choices
+    whose extra members are in no optimum, so the tie-rule optimum is unchanged.
+    """
+    cells = sub.n * (sub.budget + 1) * ((sub.max_records or 0) + 1)
+    if cells > MAX_CELLS:
+        return None
+    solution = dense_dp(sub, scaled)
+    return solution.choice if solution.status == OPTIMAL else None
+
+
+def solve_cpsat_reduced(
+    instance: Instance, scaled: Scaled, red: Reduction, *, time_limit_s: float
+) -> Solution:
+    """CP-SAT on the core only, hinted with the incumbent; fixed rows keep their levels."""
+    choice = red.fixed_choice.copy()
+    detail = f"core {red.core.size} of {instance.n} records"
+    if not red.core.size:
+        solution = make_solution(instance, scaled, choice, OPTIMAL, "cp-sat", detail=detail)
+        return replace(solution, bound=solution.objective)
+    sub, sub_scaled = sub_instance(instance, scaled, red)
+    core = solve_cpsat(sub, sub_scaled, time_limit_s=time_limit_s, hint=red.incumbent[red.core])
+    choice[red.core] = core.choice
+    solution = make_solution(instance, scaled, choice, core.status, "cp-sat", detail=core.detail or detail)
+    fixed_value = solution.objective - core.objective
+    bound = solution.objective if core.status == OPTIMAL else fixed_value + (core.bound or 0.0)
+    return replace(solution, bound=bound)

@@ -1,0 +1,97 @@
+"""Reductions never remove an optimum; the reduced engines equal the dense DP, tie rule included."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memsolve.solver import make_instance, scale
+from memsolve.solver.core import reduce_instance, solve_cpsat_reduced, solve_reduced
+from memsolve.solver.dp import solve_dp
+from memsolve.solver.greedy import solve_greedy
+from memsolve.solver.reduce import _split_efficiency, relax
+
+from .test_exact import instances
+
+
+def _check(inst) -> None:
+    scaled = scale(inst)
+    dense = solve_dp(inst, scaled)
+    greedy = solve_greedy(inst, scaled)
+    red = reduce_instance(inst, scaled, greedy.choice)
+    # the tie-rule optimum survives every reduction
+    rows = np.arange(inst.n)
+    kept = red.keep[rows, np.where(dense.choice >= 0, dense.choice, inst.k)]
+    assert kept.all()
+    assert red.upper_bound >= dense.scaled_objective - 1e-6 * (1 + abs(red.upper_bound))
+    assert red.incumbent_value <= dense.scaled_objective
+    reduced, _ = solve_reduced(inst, scaled, greedy.choice)
+    assert reduced.status == "optimal"
+    assert reduced.choice.tolist() == dense.choice.tolist()
+    cp = solve_cpsat_reduced(inst, scaled, red, time_limit_s=30)
+    assert cp.status == "optimal" and cp.scaled_objective == dense.scaled_objective
+
+
+@settings(max_examples=400, deadline=None)
+@given(instances(max_n=6, max_k=4))
+def test_reductions_keep_the_optimum_on_small_instances(inst) -> None:
+    _check(inst)
+
+
+@settings(max_examples=300, deadline=None)
+@given(instances(max_n=6, max_k=3, integral=True))
+def test_reductions_keep_the_tie_rule_optimum_with_many_ties(inst) -> None:
+    _check(inst)
+
+
+def _generated(kind: str, n: int, seed: int, max_records=None):
+    rng = np.random.default_rng(seed)
+    if kind == "memory":
+        raw = rng.integers(20, 400, size=n)
+        tokens = np.stack([raw, raw // 4 + 1, raw // 12 + 1, raw // 50 + 1], axis=1)
+        u = rng.uniform(1, 50, size=n)
+        utility = np.stack([u, u * rng.uniform(.5, .8, n), u * rng.uniform(.25, .45, n), u * rng.uniform(.05, .15, n)], 1)
+    elif kind == "uncorrelated":
+        tokens = rng.integers(1, 100, size=(n, 3))
+        utility = rng.integers(1, 100, size=(n, 3)).astype(float)
+    elif kind == "strong":
+        tokens = rng.integers(1, 100, size=(n, 3))
+        utility = tokens + 10.0
+    elif kind == "subset":
+        tokens = rng.integers(1, 100, size=(n, 3))
+        utility = tokens.astype(float)
+    else:  # ties: many equal values and sizes
+        tokens = rng.integers(1, 6, size=(n, 3))
+        utility = rng.integers(1, 4, size=(n, 3)).astype(float)
+    price = 0.01 if kind == "memory" else 0.0
+    return make_instance(tokens, utility, int(tokens[:, 0].sum() // 3), price=price, max_records=max_records)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(["memory", "uncorrelated", "strong", "subset", "ties"]), st.integers(10, 60),
+       st.integers(0, 2**31), st.sampled_from([None, None, 4, 12]))
+def test_reduced_engines_equal_dense_dp_on_generated_classes(kind, n, seed, max_records) -> None:
+    _check(_generated(kind, n, seed, max_records))
+
+
+def test_split_efficiency_matches_a_full_sort() -> None:
+    rng = np.random.default_rng(3)
+    for size in (10, 300, 5000, 20000):
+        eff = rng.uniform(0, 10, size)
+        eff[: size // 10] = 5.0  # a block of equal efficiencies
+        weight = rng.integers(1, 50, size).astype(float)
+        capacity = float(weight.sum() * rng.uniform(0.1, 0.9))
+        order = np.argsort(-eff, kind="stable")
+        cumulative = np.cumsum(weight[order])
+        expected = eff[order[np.searchsorted(cumulative, capacity, side="right")]]
+        assert _split_efficiency(eff, weight, capacity) == expected
+
+
+def test_most_memory_shaped_records_are_fixed_by_bound() -> None:
+    inst = _generated("memory", 2000, 11)
+    scaled = scale(inst)
+    red = reduce_instance(inst, scaled)
+    assert red.core.size < 100  # the rest never needs search
+    lp = relax(inst, scaled)
+    assert lp.hull_levels + lp.lp_dominated <= int(scaled.usable.sum())
