@@ -28,7 +28,6 @@ from memsolve.solver.core import reduce_instance  # noqa: E402
 from memsolve.solver.cpsat import solve_cpsat  # noqa: E402
 from memsolve.solver.dp import MAX_CELLS, solve_dp  # noqa: E402
 
-
 HARD = ("weakly", "strongly", "subset-sum")
 
 
@@ -57,6 +56,45 @@ def highs(tokens, utility, budget):
     return None if res.x is None else -res.fun
 
 
+def measure(kind: str, n: int, args: argparse.Namespace) -> tuple[list[str], bool]:
+    """One table row: every engine on one generated instance, each checked against memsolve's DP."""
+    tokens, utility, budget = generate(kind, n, args.seed)
+    values = np.random.default_rng(0).random(tokens.size)
+    t_sort, _ = best_of(args.repeat, lambda: np.argsort(values))
+    t_dp, dp = best_of(args.repeat, lambda: solve_arrays(tokens, utility, budget, engine="dp",
+                                                          time_limit_s=args.time_limit))
+    t_cp, cp = best_of(args.repeat, lambda: solve_arrays(tokens, utility, budget, engine="cp-sat",
+                                                          time_limit_s=args.time_limit))
+    reference = dp.objective
+    tolerance = 1e-6 * n + 1e-9 * abs(reference)
+    exact = dp.status == "optimal" and cp.status == "optimal" and abs(cp.objective - reference) <= tolerance
+    status = dp.status if dp.engine == "dp" else f"{dp.status} ({dp.engine} core)"
+    instance = make_instance(tokens, utility, budget)
+    core = str(reduce_instance(instance, scale(instance)).core.size)
+
+    plain = highs_cell = dense = "skipped"
+    if n <= args.plain_max_n:
+        t_plain, sol = best_of(1, lambda: solve_cpsat(instance, time_limit_s=args.plain_limit))
+        if sol.status == "optimal":
+            plain = f"{t_plain:.1f}"
+            exact &= abs(sol.objective - reference) <= tolerance
+        else:
+            plain = f"not optimal after {args.plain_limit:g} s"
+        t_h, value = best_of(1, lambda: highs(tokens, utility, budget))
+        if value is not None:
+            highs_cell = f"{t_h:.1f}"
+            exact &= abs(value - reference) <= 1e-6 * max(1.0, abs(reference))
+        else:
+            highs_cell = "no scipy"
+    if n * (budget + 1) <= MAX_CELLS:
+        t_dense, sol = best_of(1, lambda: solve_dp(instance))
+        dense = f"{t_dense:.1f}"
+        exact &= abs(sol.objective - reference) <= tolerance
+    cells = [kind, f"{n:,}", f"{t_sort:.2f}", f"{t_dp:.2f}", f"{t_dp / t_sort:.2f}x", status, f"{t_cp:.2f}",
+             core, plain, highs_cell, dense, "yes" if exact else "NO"]
+    return cells, exact
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10000, 100000])
@@ -70,7 +108,7 @@ def main() -> int:
     parser.add_argument("--time-limit", type=float, default=10.0, help="memsolve's CP-SAT time limit (s)")
     args = parser.parse_args()
 
-    table = Table(title="memsolve exact MCKP, milliseconds (best of %d)" % args.repeat)
+    table = Table(title=f"memsolve exact MCKP, milliseconds (best of {args.repeat})")
     for column in ("class", "n", "argsort", "memsolve dp", "ratio", "status", "memsolve cp-sat", "core",
                    "plain CP-SAT", "HiGHS", "dense DP", "exact"):
         table.add_column(column, justify="right")
@@ -80,41 +118,9 @@ def main() -> int:
         for n in args.sizes:
             if kind in HARD and n > args.hard_max_n:
                 continue
-            tokens, utility, budget = generate(kind, n, args.seed)
-            values = np.random.default_rng(0).random(tokens.size)
-            t_sort, _ = best_of(args.repeat, lambda: np.argsort(values))
-            t_dp, dp = best_of(args.repeat, lambda: solve_arrays(tokens, utility, budget, engine="dp",
-                                                                      time_limit_s=args.time_limit))
-            t_cp, cp = best_of(args.repeat, lambda: solve_arrays(tokens, utility, budget, engine="cp-sat",
-                                                                      time_limit_s=args.time_limit))
-            reference = dp.objective
-            tolerance = 1e-6 * n + 1e-9 * abs(reference)
-            exact = dp.status == "optimal" and cp.status == "optimal" and abs(cp.objective - reference) <= tolerance
-            status = dp.status if dp.engine == "dp" else f"{dp.status} ({dp.engine} core)"
-            instance = make_instance(tokens, utility, budget)
-            core = str(reduce_instance(instance, scale(instance)).core.size)
-
-            plain = highs_cell = dense = "skipped"
-            if n <= args.plain_max_n:
-                t_plain, sol = best_of(1, lambda: solve_cpsat(instance, time_limit_s=args.plain_limit))
-                if sol.status == "optimal":
-                    plain = f"{t_plain:.1f}"
-                    exact &= abs(sol.objective - reference) <= tolerance
-                else:
-                    plain = f"not optimal after {args.plain_limit:g} s"
-                t_h, value = best_of(1, lambda: highs(tokens, utility, budget))
-                if value is not None:
-                    highs_cell = f"{t_h:.1f}"
-                    exact &= abs(value - reference) <= 1e-6 * max(1.0, abs(reference))
-                else:
-                    highs_cell = "no scipy"
-            if n * (budget + 1) <= MAX_CELLS:
-                t_dense, sol = best_of(1, lambda: solve_dp(instance))
-                dense = f"{t_dense:.1f}"
-                exact &= abs(sol.objective - reference) <= tolerance
+            cells, exact = measure(kind, n, args)
             failures += not exact
-            table.add_row(kind, f"{n:,}", f"{t_sort:.2f}", f"{t_dp:.2f}", f"{t_dp / t_sort:.2f}x", status, f"{t_cp:.2f}",
-                          core, plain, highs_cell, dense, "yes" if exact else "NO")
+            table.add_row(*cells)
             console.print(f"  done: {kind} n={n}", style="dim")
     console.print(table)
     return 1 if failures else 0
