@@ -142,7 +142,7 @@ def test_greedy_engine_reports_the_exact_optimum_for_comparison() -> None:
 def test_public_api_exports() -> None:
     assert sorted(memsolve.__all__) == sorted([
         "ArraySolution", "Context", "InputError", "MemsolveError", "Policy", "Record", "RecordSet",
-        "Result", "SolverError", "StateError", "load_policy", "load_records", "policy_from_text",
+        "Result", "SolverError", "StateError", "StateStore", "load_policy", "load_records", "policy_from_text",
         "solve", "solve_arrays",
     ])
     for name in memsolve.__all__:

@@ -14,6 +14,7 @@ from .policies.model import Policy
 from .records import Record, RecordSet, load_records
 from .result import Result
 from .solver import ArraySolution, solve_arrays
+from .state import StateStore
 
 __version__ = "0.1.0"
 
@@ -28,6 +29,7 @@ __all__ = [
     "Result",
     "SolverError",
     "StateError",
+    "StateStore",
     "load_policy",
     "load_records",
     "policy_from_text",

@@ -6,13 +6,14 @@ Each stage is a plain function taking and returning typed values; nothing here p
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .context import Context, ResolvedContext, resolve_context
 from .errors import InputError, SolverError
 from .policies.model import Policy, RelevanceRule
-from .policies.rules import RecordVerdicts, evaluate, number
+from .policies.rules import Ceiling, RecordVerdicts, evaluate, number
 from .records import InvalidRecord, Record, RecordSet
 from .result import (
     Chosen,
@@ -111,7 +112,11 @@ class Prepared:
 
 
 def prepare(
-    policy: Policy, records: RecordSet, context: Context | None = None, round_price: RoundPrice | None = None
+    policy: Policy,
+    records: RecordSet,
+    context: Context | None = None,
+    round_price: RoundPrice | None = None,
+    ceilings: Mapping[str, Ceiling] | None = None,
 ) -> Prepared:
     """Run the stages up to the instance: context, admission, rules, compile."""
     ctx = resolve_context(policy, records, context)
@@ -120,7 +125,7 @@ def prepare(
     if invalid and policy.on_invalid_record == "error":
         raise invalid[0].error
     valid = [r for r in admitted if isinstance(r, Record)]
-    verdicts = evaluate(policy, valid, ctx)
+    verdicts = evaluate(policy, valid, ctx, ceilings)
     eligible = [v for v in verdicts if v.eligible]
 
     rp = round_price or price_for(policy)
@@ -135,6 +140,7 @@ def prepare(
         scores=_scores(policy, eligible),
         retention=policy.utility.retention,
         temperature=policy.utility.temperature,
+        ceilings=None if ceilings is None else {rid: c.level for rid, c in ceilings.items()},
     )
     return Prepared(ctx, admitted, verdicts, compiled, rp, per_token)
 
@@ -146,13 +152,17 @@ def solve(
     *,
     engine: str | None = None,
     round_price: RoundPrice | None = None,
+    ceilings: Mapping[str, Ceiling] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> Result:
     """Decide which records enter the context, at which level, and why; returns a Result.
 
+    ``round_price`` and ``ceilings`` come from the state store in a stateful round (see
+    :class:`memsolve.StateStore`); ``extra`` adds sections to the result (``state``).
     Raises InputError for bad input (or an invalid record under ``on_invalid_record: error``)
     and SolverError when the exact engines disagree.
     """
-    prep = prepare(policy, records, context, round_price)
+    prep = prepare(policy, records, context, round_price, ceilings)
     outcome = engines.run(
         prep.compiled.instance,
         engine or policy.solver.engine,
@@ -163,7 +173,8 @@ def solve(
     rp, ctx = prep.round_price, prep.ctx
     queue_after = next_queue(policy, rp.queue, outcome.solution.tokens_used, ctx.budget)
     price = Price(rp.lam, prep.per_token, rp.queue, queue_after)
-    return _result(policy, records, prep, price, outcome)
+    result = _result(policy, records, prep, price, outcome)
+    return replace(result, extra=dict(extra)) if extra else result
 
 
 def frontier(policy: Policy, records: RecordSet, context: Context | None = None) -> list[tuple[int, float]]:
@@ -208,7 +219,7 @@ def _result(policy: Policy, records: RecordSet, prep: Prepared, price: Price, ou
             trace.append(TraceEntry(item.id, item.position, "excluded", rules))
             continue
         row = row_of[item.id]
-        allocation = _allocation(compiled, solution, row)
+        allocation = _allocation(compiled, solution, row, outcome.reduction)
         repairs = tuple(
             {"level": r.level, "utility_from": r.utility_from, "utility_to": r.utility_to}
             for r in compiled.repairs.get(item.id, ())
@@ -261,7 +272,7 @@ def _result(policy: Policy, records: RecordSet, prep: Prepared, price: Price, ou
     )
 
 
-def _allocation(compiled: Compiled, solution: Solution, row: int) -> dict[str, Any]:
+def _allocation(compiled: Compiled, solution: Solution, row: int, reduction: Any) -> dict[str, Any]:
     inst = compiled.instance
     level = int(solution.choice[row])
     offered = [
@@ -269,7 +280,12 @@ def _allocation(compiled: Compiled, solution: Solution, row: int) -> dict[str, A
          "value": float(inst.utility[row, j] - inst.price * inst.tokens[row, j])}
         for j in range(inst.k) if inst.mask[row, j]
     ]
-    return {"level": compiled.levels[level] if level >= 0 else "delete", "offered": offered}
+    out: dict[str, Any] = {"level": compiled.levels[level] if level >= 0 else "delete", "offered": offered}
+    if reduction is not None:
+        # "bound": no other level can reach the incumbent's value (reduced-cost fixing);
+        # "search": the record was in the core that the exact search decided
+        out["decided_by"] = "search" if bool(reduction.keep[row].sum() > 1) else "bound"
+    return out
 
 
 def _drop_reason(compiled: Compiled, row: int, solution: Solution) -> str:

@@ -64,3 +64,27 @@ def plot_frontier(points: Sequence[tuple[int, float]], path: str, *, force: bool
         save_figure(fig, path, force)
     finally:
         plt.close(fig)
+
+
+def plot_trajectory(rows, alpha: float, path: str, *, force: bool = False, title: str = "") -> None:
+    """Occupancy G_t/B against the target alpha, and the price lambda_t, over rounds."""
+    plt = _pyplot()
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5.5), sharex=True)
+    rounds = [r.round for r in rows]
+    top.plot(rounds, [r.occupancy for r in rows], marker="o", markersize=3, label="occupancy G/B")
+    top.axhline(alpha, color="tab:red", linestyle="--", label=f"alpha = {alpha:g}")
+    top.axhline(1.0, color="grey", linestyle=":", label="hard budget")
+    top.set_ylabel("occupancy")
+    top.set_ylim(0, 1.1)
+    top.legend(loc="lower right")
+    top.grid(True, alpha=0.3)
+    bottom.plot(rounds, [r.lam for r in rows], color="tab:green", marker="o", markersize=3)
+    bottom.set_ylabel("lambda (price)")
+    bottom.set_xlabel("round t")
+    bottom.grid(True, alpha=0.3)
+    fig.suptitle(f"MemPrice trajectory {title}".strip())
+    fig.tight_layout()
+    try:
+        save_figure(fig, path, force)
+    finally:
+        plt.close(fig)

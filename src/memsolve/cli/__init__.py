@@ -25,7 +25,8 @@ from ..errors import InputError, Location, MemsolveError, SolverError, StateErro
 from ..policies.load import load_policy
 from ..policies.model import Policy
 from ..records import RecordSet, load_records
-from ..render import frontier_table, result_table
+from ..render import frontier_table, result_table, rows_table
+from ..state import StateStore
 
 EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_SOLVER = 0, 1, 2, 3
 
@@ -171,15 +172,28 @@ def main() -> None:
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @click.option("--strict", is_flag=True, help="Exit 3 unless the optimum is proven.")
 @click.option("--timings", is_flag=True, help="Print stage timings to stderr.")
+@click.option("--state", "state_path", type=click.Path(dir_okay=False),
+              help="SQLite state file: pricing queue, fidelity ceilings, history.")
+@click.option("--agent", help="Agent whose state this round reads and writes (with --state).")
+@click.option("--refresh", is_flag=True, help="Rebuild candidates from the archive: clear ceilings, keep Q and t.")
+@click.option("--dry-run", is_flag=True, help="Solve the round but write no state.")
 @guarded
 def solve(policy_path, records_path, now, tenant, session, query, budget, max_records, current_version,
-          engine, fmt, out, force, strict, timings) -> None:
+          engine, fmt, out, force, strict, timings, state_path, agent, refresh, dry_run) -> None:
     """Solve one round and print the result."""
     started = time.perf_counter()
     context = context_from_flags(now, tenant, session, query, budget, max_records, current_version)
+    if (state_path is None) != (agent is None):
+        raise InputError("--state and --agent go together")
+    if (refresh or dry_run) and state_path is None:
+        raise InputError("--refresh and --dry-run need --state and --agent")
     policy, records = load_inputs(policy_path, records_path)
     loaded = time.perf_counter()
-    result = api.solve(policy, records, context, engine=engine)
+    if state_path is None:
+        result = api.solve(policy, records, context, engine=engine)
+    else:
+        store = StateStore(state_path)
+        result = store.round(policy, records, context, agent=agent, refresh=refresh, dry_run=dry_run, engine=engine)
     solved = time.perf_counter()
     if fmt == "json":
         text = result.to_json()
@@ -239,3 +253,139 @@ def _capture(render: Callable[[Any], None]) -> str:
     buffer = io.StringIO()
     render(buffer)
     return buffer.getvalue()
+
+
+@main.group()
+def state() -> None:
+    """Operators' tools for the state file: show, reset, export."""
+
+
+def _state_keys(store: StateStore, agent: str, policy_path: str | None, tenant: str | None) -> list:
+    keys = store.keys(agent)
+    if policy_path is not None:
+        policy = load_policy(policy_path)
+        wanted_tenant = tenant if tenant is not None else policy.tenant
+        keys = [k for k in keys if k.policy == policy.name and (wanted_tenant is None or k.tenant == wanted_tenant)]
+    elif tenant is not None:
+        keys = [k for k in keys if k.tenant == tenant]
+    return keys
+
+
+def _state_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed([
+        click.option("--state", "state_path", required=True, type=click.Path(dir_okay=False), help="State file."),
+        click.option("--agent", required=True, help="Agent name."),
+        click.option("--policy", "policy_path", type=click.Path(dir_okay=False),
+                     help="Only this policy's state (and show the next round's price)."),
+        click.option("--tenant", help="Only this tenant's state."),
+    ]):
+        func = option(func)
+    return func
+
+
+@state.command("show")
+@_state_options
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@guarded
+def state_show(state_path, agent, policy_path, tenant, fmt) -> None:
+    """Round, queue Q, next price λ, fidelity ceilings and history of an agent."""
+    store = StateStore(state_path)
+    if not Path(state_path).exists():
+        raise StateError(f"{state_path}: no such state file")
+    keys = _state_keys(store, agent, policy_path, tenant)
+    states = [store.load(key) for key in keys]
+    policy = load_policy(policy_path) if policy_path else None
+    if fmt == "json":
+        payload = []
+        for s in states:
+            data = s.to_dict()
+            if policy is not None:
+                queue = policy.pricing.q0 if s.queue is None else s.queue
+                data["next_lambda"] = api.price_for(policy, s.round, queue).lam
+            payload.append(data)
+        click.echo(json.dumps({"agents": payload}, indent=2))
+        return
+    if not states:
+        click.echo(f"no state for agent `{agent}` in {state_path}")
+        return
+    for s in states:
+        line = f"policy {s.key.policy}  tenant {s.key.tenant or '-'}  agent {s.key.agent}  next round {s.round}  Q {s.queue}"
+        if policy is not None:
+            queue = policy.pricing.q0 if s.queue is None else s.queue
+            line += f"  next lambda {api.price_for(policy, s.round, queue).lam:.6g}"
+        click.echo(line)
+        rows_table("Fidelity ceilings", ["record", "ceiling", "since round"],
+                   [(rid, c.level, c.round) for rid, c in sorted(s.ceilings.items())])
+        rows_table("History", ["round", "Q before", "lambda", "tokens", "occupancy", "objective", "Q after", "refresh"],
+                   [(h.round, f"{h.queue_before:.4g}", f"{h.lam:.4g}", f"{h.tokens_used}/{h.budget}",
+                     f"{h.occupancy:.3f}", f"{h.objective:.6g}", f"{h.queue_after:.4g}", "yes" if h.refresh else "")
+                    for h in s.history])
+
+
+@state.command("reset")
+@_state_options
+@click.option("--yes", is_flag=True, help="Confirm: forget round, queue, ceilings and history.")
+@guarded
+def state_reset(state_path, agent, policy_path, tenant, yes) -> None:
+    """Forget an agent's state (all its policies, or --policy's)."""
+    if not yes:
+        raise InputError("reset forgets the pricing queue, ceilings and history; pass --yes to confirm")
+    if not Path(state_path).exists():
+        raise StateError(f"{state_path}: no such state file")
+    store = StateStore(state_path)
+    keys = _state_keys(store, agent, policy_path, tenant)
+    for key in keys:
+        store.reset(key)
+        click.echo(f"reset: policy {key.policy}, tenant {key.tenant or '-'}, agent {key.agent}")
+    if not keys:
+        click.echo(f"nothing stored for agent `{agent}`")
+
+
+@state.command("export")
+@click.option("--state", "state_path", required=True, type=click.Path(dir_okay=False), help="State file.")
+@click.option("--agent", help="Only this agent.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
+@click.option("--force", is_flag=True, help="Replace --out if it exists.")
+@guarded
+def state_export(state_path, agent, out, force) -> None:
+    """Every stored key as JSON."""
+    if not Path(state_path).exists():
+        raise StateError(f"{state_path}: no such state file")
+    write_output(json.dumps(StateStore(state_path).export(agent), indent=2) + "\n", out, force)
+
+
+@main.command()
+@click.option("--policy", "policy_path", required=True, type=click.Path(dir_okay=False), help="Policy YAML file.")
+@click.option("--rounds-file", "rounds_files", required=True, multiple=True, type=click.Path(dir_okay=False),
+              help="JSON Lines, one record batch per round (repeatable; files run in order).")
+@click.option("--agent", default="simulation", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "csv"]), default="table", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the trajectory here (.json or .csv).")
+@click.option("--plot", type=click.Path(dir_okay=False), help="Plot occupancy against alpha, and lambda (.svg/.png).")
+@click.option("--force", is_flag=True, help="Replace --out and --plot if they exist.")
+@guarded
+def simulate(policy_path, rounds_files, agent, fmt, out, plot, force) -> None:
+    """Run many rounds through the pricing queue (the same code path as --state) and report the trajectory."""
+    from ..simulate import load_rounds, run_simulation, trajectory_csv
+
+    policy = load_policy(policy_path)
+    batches = [batch for path in rounds_files for batch in load_rounds(path)]
+    rows = run_simulation(policy, batches, agent=agent)
+    payload = json.dumps({"policy": policy.name, "alpha": policy.pricing.alpha,
+                          "trajectory": [r.to_dict() for r in rows]}, indent=2) + "\n"
+    if out:
+        write_output(trajectory_csv(rows) if out.endswith(".csv") else payload, out, force)
+    if plot:
+        from ..plot import plot_trajectory
+
+        plot_trajectory(rows, policy.pricing.alpha, plot, force=force, title=policy.name)
+    if fmt == "json":
+        click.echo(payload, nl=False)
+    elif fmt == "csv":
+        click.echo(trajectory_csv(rows), nl=False)
+    else:
+        rows_table(f"Simulation: {policy.name} (alpha {policy.pricing.alpha:g})",
+                   ["t", "Q", "lambda", "tokens", "occupancy", "objective", "levels"],
+                   [(r.round, f"{r.queue:.4g}", f"{r.lam:.4g}", f"{r.tokens_used}/{r.budget}",
+                     f"{r.occupancy:.3f}", f"{r.objective:.6g}", " ".join(f"{k}={v}" for k, v in sorted(r.levels.items())))
+                    for r in rows])

@@ -89,13 +89,46 @@ class _Evaluator:
         return number(out) if isinstance(out, float) else out
 
 
-def evaluate(policy: Policy, records: Sequence[Record], context: ResolvedContext) -> list[RecordVerdicts]:
-    """Judge every record under every rule; results in input order."""
+@dataclass(frozen=True)
+class Ceiling:
+    """The highest level a record may still take, and the round that set it (state)."""
+
+    level: str  # a fidelity level, or "delete"
+    round: int
+
+
+def evaluate(
+    policy: Policy,
+    records: Sequence[Record],
+    context: ResolvedContext,
+    ceilings: Mapping[str, Ceiling] | None = None,
+) -> list[RecordVerdicts]:
+    """Judge every record under every rule; results in input order.
+
+    With ``ceilings`` (a round with state) the last rule is ``fidelity-ceiling``.
+    """
     ev = _Evaluator(policy, context)
     checks: list[Callable[[Record], Verdict]] = [_tenant(ev)]
     for rule in policy.rules:
         checks.append(_check_for(ev, rule, records))
+    if ceilings is not None:
+        checks.append(_fidelity_ceiling(ceilings))
     return [RecordVerdicts(r, tuple(check(r) for check in checks)) for r in records]
+
+
+def _fidelity_ceiling(ceilings: Mapping[str, Ceiling]) -> Callable[[Record], Verdict]:
+    def check(record: Record) -> Verdict:
+        ceiling = ceilings.get(record.id)
+        if ceiling is None:
+            return Verdict("fidelity-ceiling", True, "new record: any level", {"ceiling": None})
+        evidence = {"ceiling": ceiling.level, "since_round": ceiling.round}
+        if ceiling.level == "delete":
+            return Verdict("fidelity-ceiling", False,
+                           f"deleted in round {ceiling.round}; returns only with --refresh", evidence)
+        return Verdict("fidelity-ceiling", True,
+                       f"at most `{ceiling.level}` (set in round {ceiling.round})", evidence)
+
+    return check
 
 
 def _check_for(ev: _Evaluator, rule: Rule, records: Sequence[Record]) -> Callable[[Record], Verdict]:

@@ -57,8 +57,10 @@ def compile_records(
     scores: Mapping[str, float] | None = None,
     retention: Mapping[str, float] | None = None,
     temperature: float = 0.05,
+    ceilings: Mapping[str, str] | None = None,
 ) -> Compiled:
-    """Build the instance; ``scores`` (relevance) supply utilities a record does not carry."""
+    """Build the instance; ``scores`` (relevance) supply utilities a record does not carry;
+    ``ceilings`` (record id → level) withhold every level above a record's ceiling."""
     levels = tuple(fidelity)
     column = {name: j for j, name in enumerate(levels)}
     n, k = len(records), len(levels)
@@ -71,9 +73,10 @@ def compile_records(
     retention = retention or {}
 
     for row, record in enumerate(records):
+        lowest_allowed = column.get((ceilings or {}).get(record.id, levels[0]), 0)
         for level in record.levels:
             j = column[level.name]  # admission has rejected unknown level names
-            mask[row, j] = True
+            mask[row, j] = j >= lowest_allowed  # fidelity never rises across rounds
             text = level.text if level.text is not None else record.text or ""
             tokens[row, j] = level.tokens if level.tokens is not None else count_tokens(text)
             if level.utility is not None:

@@ -1,0 +1,318 @@
+"""State across rounds: the MemPrice pressure queue, fidelity ceilings, and round history.
+
+One SQLite file (standard library) holds every agent's state, keyed by (policy name,
+tenant, agent). A round reads the state, solves, and writes the new state inside one
+``BEGIN IMMEDIATE`` transaction: a second process running a round for the same file waits
+for the first (up to ``timeout`` seconds) and then solves on the state the first wrote, so no
+update is lost; a crash at any point rolls back to the previous round.
+
+Per key: the next round t (from 1), the queue Q_t, each record's fidelity ceiling with the
+round that set it, and one history row per round. ``refresh`` clears the ceilings (candidates
+are rebuilt from the archive) and never touches Q or t.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import api
+from .context import Context, resolve_context
+from .errors import StateError
+from .policies.model import Policy
+from .policies.rules import Ceiling
+from .records import RecordSet
+from .result import Result
+
+SCHEMA_VERSION = 1
+APPLICATION_ID = 0x4D454D53  # "MEMS": marks the file as memsolve's
+
+_SCHEMA = """
+CREATE TABLE memsolve_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE agents (
+    policy TEXT NOT NULL, tenant TEXT NOT NULL, agent TEXT NOT NULL,
+    round INTEGER NOT NULL, queue REAL NOT NULL,
+    PRIMARY KEY (policy, tenant, agent)
+);
+CREATE TABLE ceilings (
+    policy TEXT NOT NULL, tenant TEXT NOT NULL, agent TEXT NOT NULL,
+    record TEXT NOT NULL, level TEXT NOT NULL, round INTEGER NOT NULL,
+    PRIMARY KEY (policy, tenant, agent, record)
+);
+CREATE TABLE history (
+    policy TEXT NOT NULL, tenant TEXT NOT NULL, agent TEXT NOT NULL, round INTEGER NOT NULL,
+    queue_before REAL NOT NULL, queue_after REAL NOT NULL, lambda REAL NOT NULL,
+    tokens_used INTEGER NOT NULL, budget INTEGER NOT NULL, objective REAL NOT NULL,
+    refresh INTEGER NOT NULL, levels TEXT NOT NULL, result_sha256 TEXT NOT NULL,
+    PRIMARY KEY (policy, tenant, agent, round)
+);
+"""
+
+
+@dataclass(frozen=True)
+class AgentKey:
+    policy: str
+    tenant: str  # "" when the policy sets no tenant
+    agent: str
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    round: int
+    queue_before: float
+    queue_after: float
+    lam: float
+    tokens_used: int
+    budget: int
+    objective: float
+    refresh: bool
+    levels: Mapping[str, int]  # how many records were kept at each level (and deleted)
+    result_sha256: str
+
+    @property
+    def occupancy(self) -> float:
+        return self.tokens_used / self.budget if self.budget else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "round": self.round, "queue_before": self.queue_before, "queue_after": self.queue_after,
+            "lambda": self.lam, "tokens_used": self.tokens_used, "budget": self.budget,
+            "occupancy": self.occupancy, "objective": self.objective, "refresh": self.refresh,
+            "levels": dict(self.levels), "result_sha256": self.result_sha256,
+        }
+
+
+@dataclass(frozen=True)
+class AgentState:
+    """What the store holds for one key: the next round, its queue, ceilings, history."""
+
+    key: AgentKey
+    round: int = 1
+    queue: float | None = None  # None before the first round: the policy's q0 applies
+    ceilings: Mapping[str, Ceiling] = field(default_factory=dict)
+    history: tuple[HistoryRow, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "policy": self.key.policy, "tenant": self.key.tenant or None, "agent": self.key.agent,
+            "round": self.round, "queue": self.queue,
+            "ceilings": {rid: {"level": c.level, "round": c.round} for rid, c in sorted(self.ceilings.items())},
+            "history": [h.to_dict() for h in self.history],
+        }
+
+
+class StateStore:
+    """An embedded SQLite state file. Opening it never creates it; the first write does."""
+
+    def __init__(self, path: str | Path, *, timeout: float = 60.0) -> None:
+        self.path = str(path)
+        self.timeout = timeout
+
+    # --- connection and schema --------------------------------------------------------
+
+    @contextmanager
+    def _connect(self, write: bool) -> Iterator[sqlite3.Connection | None]:
+        exists = Path(self.path).exists()
+        if not exists and not write:
+            yield None  # nothing stored yet: every key is at round 1
+            return
+        if exists and Path(self.path).is_dir():
+            raise StateError(f"{self.path}: is a directory, not a state file")
+        try:
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise StateError(f"{self.path}: cannot open state file: {exc}") from None
+        try:
+            conn.execute("PRAGMA synchronous=FULL")
+            yield conn
+        finally:
+            conn.close()
+
+    @contextmanager
+    def transaction(self, write: bool = True) -> Iterator[sqlite3.Connection | None]:
+        """One transaction: IMMEDIATE (holding the write lock) when writing, rolled back on error."""
+        with self._connect(write) as conn:
+            if conn is None:
+                yield None
+                return
+            try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+            except sqlite3.DatabaseError as exc:
+                raise self._error(exc) from None
+            try:
+                self._check_schema(conn, create=write)
+                yield conn
+                conn.execute("COMMIT" if write else "ROLLBACK")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def _check_schema(self, conn: sqlite3.Connection, create: bool) -> None:
+        try:
+            app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+        if not tables and app_id == 0:
+            if not create:
+                return
+            for statement in _SCHEMA.strip().split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute("INSERT INTO memsolve_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            return
+        if app_id != APPLICATION_ID or "memsolve_meta" not in tables:
+            raise StateError(f"{self.path}: not a memsolve state file (left untouched)")
+        row = conn.execute("SELECT value FROM memsolve_meta WHERE key='schema_version'").fetchone()
+        version = int(row[0]) if row else 0
+        if version > SCHEMA_VERSION:
+            raise StateError(
+                f"{self.path}: state schema version {version} is newer than this memsolve supports "
+                f"({SCHEMA_VERSION}); upgrade memsolve"
+            )
+        if version < 1:
+            raise StateError(f"{self.path}: state schema version missing or invalid (left untouched)")
+
+    def _error(self, exc: sqlite3.Error) -> StateError:
+        text = str(exc)
+        if "not a database" in text or "malformed" in text:
+            return StateError(f"{self.path}: not a memsolve state file or corrupt ({text}); left untouched")
+        if "readonly" in text or "read-only" in text:
+            return StateError(f"{self.path}: state file is read-only ({text})")
+        if "locked" in text or "busy" in text:
+            return StateError(f"{self.path}: state file is locked by another round ({text})")
+        if "disk" in text and "full" in text:
+            return StateError(f"{self.path}: disk full while writing state; the previous round is intact")
+        return StateError(f"{self.path}: state file error: {text}")
+
+    # --- reading ----------------------------------------------------------------------
+
+    def load(self, key: AgentKey, conn: sqlite3.Connection | None = None) -> AgentState:
+        """The state of one key (round 1, no ceilings, when nothing is stored)."""
+        if conn is None:
+            with self.transaction(write=False) as read:
+                return self.load(key, read) if read is not None else AgentState(key)
+        args = (key.policy, key.tenant, key.agent)
+        row = conn.execute("SELECT round, queue FROM agents WHERE policy=? AND tenant=? AND agent=?", args).fetchone()
+        if row is None:
+            return AgentState(key)
+        ceilings = {
+            rid: Ceiling(level, rnd)
+            for rid, level, rnd in conn.execute(
+                "SELECT record, level, round FROM ceilings WHERE policy=? AND tenant=? AND agent=? ORDER BY record",
+                args,
+            )
+        }
+        history = tuple(
+            HistoryRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), json.loads(r[8]), r[9])
+            for r in conn.execute(
+                "SELECT round, queue_before, queue_after, lambda, tokens_used, budget, objective, refresh, "
+                "levels, result_sha256 FROM history WHERE policy=? AND tenant=? AND agent=? ORDER BY round",
+                args,
+            )
+        )
+        return AgentState(key, row[0], row[1], ceilings, history)
+
+    def keys(self, agent: str | None = None) -> list[AgentKey]:
+        with self.transaction(write=False) as conn:
+            if conn is None:
+                return []
+            rows = conn.execute("SELECT policy, tenant, agent FROM agents ORDER BY policy, tenant, agent").fetchall()
+        return [AgentKey(*r) for r in rows if agent is None or r[2] == agent]
+
+    # --- rounds -----------------------------------------------------------------------
+
+    def key_for(self, policy: Policy, records: RecordSet, context: Context | None, agent: str) -> AgentKey:
+        tenant = resolve_context(policy, records, context).tenant
+        return AgentKey(policy.name, tenant or "", agent)
+
+    def round(
+        self,
+        policy: Policy,
+        records: RecordSet,
+        context: Context | None = None,
+        *,
+        agent: str,
+        refresh: bool = False,
+        dry_run: bool = False,
+        engine: str | None = None,
+    ) -> Result:
+        """Run one round for ``agent``: read state, solve, write the new state atomically."""
+        key = self.key_for(policy, records, context, agent)
+        with self.transaction(write=not dry_run) as conn:
+            state = self.load(key, conn) if conn is not None else AgentState(key)
+            queue = policy.pricing.q0 if state.queue is None else state.queue
+            ceilings = {} if refresh else dict(state.ceilings)
+            result = api.solve(
+                policy, records, context, engine=engine,
+                round_price=api.price_for(policy, state.round, queue),
+                ceilings=ceilings,
+                extra={"state": {"agent": agent, "round": state.round, "refresh": refresh, "dry_run": dry_run}},
+            )
+            if not dry_run and conn is not None:
+                self._write(conn, key, state, result, ceilings, refresh)
+        return result
+
+    def _write(
+        self, conn: sqlite3.Connection, key: AgentKey, state: AgentState, result: Result,
+        ceilings: Mapping[str, Ceiling], refresh: bool,
+    ) -> None:
+        args = (key.policy, key.tenant, key.agent)
+        t = state.round
+        new = dict(ceilings)
+        levels: dict[str, int] = {}
+        for chosen in result.selected:
+            new[chosen.id] = Ceiling(chosen.level, t) if _changed(new.get(chosen.id), chosen.level) else new[chosen.id]
+            levels[chosen.level] = levels.get(chosen.level, 0) + 1
+        for dropped in result.dropped:
+            new[dropped.id] = Ceiling("delete", t)
+            levels["delete"] = levels.get("delete", 0) + 1
+        try:
+            conn.execute(
+                "INSERT INTO agents VALUES (?, ?, ?, ?, ?) ON CONFLICT (policy, tenant, agent) "
+                "DO UPDATE SET round=excluded.round, queue=excluded.queue",
+                (*args, t + 1, result.price.queue_after),
+            )
+            conn.execute("DELETE FROM ceilings WHERE policy=? AND tenant=? AND agent=?", args)
+            conn.executemany(
+                "INSERT INTO ceilings VALUES (?, ?, ?, ?, ?, ?)",
+                [(*args, rid, c.level, c.round) for rid, c in sorted(new.items())],
+            )
+            conn.execute(
+                "INSERT INTO history VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (*args, t, result.price.queue_before, result.price.queue_after, result.price.lam,
+                 result.tokens_used, result.budget, result.objective, int(refresh),
+                 json.dumps(levels, sort_keys=True), hashlib.sha256(result.to_json().encode()).hexdigest()),
+            )
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+
+    # --- operators ---------------------------------------------------------------------
+
+    def reset(self, key: AgentKey) -> bool:
+        """Forget one key (round, queue, ceilings, history). True when something was stored."""
+        with self.transaction(write=True) as conn:
+            assert conn is not None
+            args = (key.policy, key.tenant, key.agent)
+            found = conn.execute("DELETE FROM agents WHERE policy=? AND tenant=? AND agent=?", args).rowcount
+            conn.execute("DELETE FROM ceilings WHERE policy=? AND tenant=? AND agent=?", args)
+            conn.execute("DELETE FROM history WHERE policy=? AND tenant=? AND agent=?", args)
+        return bool(found)
+
+    def export(self, agent: str | None = None) -> dict[str, Any]:
+        """Every stored key (or one agent's) as JSON-ready data."""
+        return {
+            "schema": "memsolve/state/v1",
+            "agents": [self.load(key).to_dict() for key in self.keys(agent)],
+        }
+
+
+def _changed(current: Ceiling | None, level: str) -> bool:
+    return current is None or current.level != level
