@@ -129,7 +129,10 @@ class StateStore:
         except sqlite3.Error as exc:
             raise StateError(f"{self.path}: cannot open state file: {exc}") from None
         try:
-            conn.execute("PRAGMA synchronous=FULL")
+            try:
+                conn.execute("PRAGMA synchronous=FULL")
+            except sqlite3.DatabaseError as exc:
+                raise self._error(exc) from None
             yield conn
         finally:
             conn.close()

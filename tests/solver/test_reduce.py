@@ -51,7 +51,8 @@ def _generated(kind: str, n: int, seed: int, max_records=None):
         raw = rng.integers(20, 400, size=n)
         tokens = np.stack([raw, raw // 4 + 1, raw // 12 + 1, raw // 50 + 1], axis=1)
         u = rng.uniform(1, 50, size=n)
-        utility = np.stack([u, u * rng.uniform(.5, .8, n), u * rng.uniform(.25, .45, n), u * rng.uniform(.05, .15, n)], 1)
+        shares = [rng.uniform(.5, .8, n), rng.uniform(.25, .45, n), rng.uniform(.05, .15, n)]
+        utility = np.stack([u] + [u * share for share in shares], 1)
     elif kind == "uncorrelated":
         tokens = rng.integers(1, 100, size=(n, 3))
         utility = rng.integers(1, 100, size=(n, 3)).astype(float)

@@ -309,7 +309,8 @@ def state_show(state_path, agent, policy_path, tenant, fmt) -> None:
         click.echo(f"no state for agent `{agent}` in {state_path}")
         return
     for s in states:
-        line = f"policy {s.key.policy}  tenant {s.key.tenant or '-'}  agent {s.key.agent}  next round {s.round}  Q {s.queue}"
+        line = (f"policy {s.key.policy}  tenant {s.key.tenant or '-'}  agent {s.key.agent}  "
+                f"next round {s.round}  Q {s.queue}")
         if policy is not None:
             queue = policy.pricing.q0 if s.queue is None else s.queue
             line += f"  next lambda {api.price_for(policy, s.round, queue).lam:.6g}"
@@ -387,5 +388,6 @@ def simulate(policy_path, rounds_files, agent, fmt, out, plot, force) -> None:
         rows_table(f"Simulation: {policy.name} (alpha {policy.pricing.alpha:g})",
                    ["t", "Q", "lambda", "tokens", "occupancy", "objective", "levels"],
                    [(r.round, f"{r.queue:.4g}", f"{r.lam:.4g}", f"{r.tokens_used}/{r.budget}",
-                     f"{r.occupancy:.3f}", f"{r.objective:.6g}", " ".join(f"{k}={v}" for k, v in sorted(r.levels.items())))
+                     f"{r.occupancy:.3f}", f"{r.objective:.6g}",
+                     " ".join(f"{k}={v}" for k, v in sorted(r.levels.items())))
                     for r in rows])

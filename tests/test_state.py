@@ -1,0 +1,283 @@
+"""Rounds: the MemPrice queue, fidelity ceilings, the SQLite store under concurrency and crashes."""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import memsolve
+from memsolve.state import SCHEMA_VERSION, AgentKey, StateStore
+
+from .conftest import ROOT, make_policy, rec, write
+
+
+def policy(c: float = 1.0, alpha: float = 0.8, q0: float = 0.0, budget: int = 10) -> memsolve.Policy:
+    return make_policy(f"budget: {{tokens: {budget}}}\npricing: {{c: {c}, alpha: {alpha}, q0: {q0}}}\n"
+                       "context: {now: 0}\n")
+
+
+def levels(raw: int, u: float) -> dict:
+    return {"raw": {"tokens": raw, "utility": u}, "summary": {"tokens": max(raw // 4, 1), "utility": u * 0.6},
+            "keywords": {"tokens": 1, "utility": u * 0.1}}
+
+
+def test_queue_and_price_follow_the_formulas_over_many_rounds(tmp_path: Path) -> None:
+    store = StateStore(tmp_path / "s.db")
+    p = policy(c=2.0, alpha=0.8, q0=0.0, budget=10)
+    records = memsolve.load_records([rec("big", tokens=10, utility=1000.0)])
+    q = 0.0
+    for t in range(1, 13):
+        result = store.round(p, records, agent="a")
+        assert result.round == t
+        assert result.price.queue_before == pytest.approx(q)
+        assert result.price.lam == pytest.approx(2.0 * q / math.sqrt(t))
+        assert result.tokens_used == 10
+        q = max(0.0, q + 10 / 10 - 0.8)
+        assert result.price.queue_after == pytest.approx(q)
+    state = store.load(AgentKey("test", "", "a"))
+    assert state.round == 13 and state.queue == pytest.approx(q)
+    assert [h.round for h in state.history] == list(range(1, 13))
+
+
+def test_queue_never_goes_below_zero(tmp_path: Path) -> None:
+    store = StateStore(tmp_path / "s.db")
+    records = memsolve.load_records([rec("small", tokens=1, utility=1.0)])
+    for _ in range(3):
+        result = store.round(policy(q0=0.5, budget=10), records, agent="a")
+    assert result.price.queue_before == 0.0 and result.price.queue_after == 0.0
+
+
+def test_high_price_forces_deletion_and_deleted_records_stay_out(tmp_path: Path) -> None:
+    store = StateStore(tmp_path / "s.db")
+    p = policy(c=500.0, q0=1.0, budget=10)  # λ/B = 50 per token in round 1
+    records = memsolve.load_records([{"id": "m", "timestamp": 0, "representations": levels(8, 20.0)}])
+    first = store.round(p, records, agent="a")
+    assert [d.id for d in first.dropped] == ["m"]
+    cheap = policy(c=0.0, budget=10)  # a different policy name would be another key; same name here
+    again = store.round(cheap, records, agent="a")
+    assert [(e.id, e.rule) for e in again.excluded] == [("m", "fidelity-ceiling")]
+    assert "deleted in round 1" in again.excluded[0].reason
+
+
+def test_refresh_clears_ceilings_but_never_resets_the_queue(tmp_path: Path) -> None:
+    store = StateStore(tmp_path / "s.db")
+    p = policy(c=1.0, q0=0.0, budget=10)
+    records = memsolve.load_records([{"id": "m", "timestamp": 0, "representations": levels(10, 5.0)},
+                                     {"id": "n", "timestamp": 0, "representations": levels(8, 4.0)}])
+    r1 = store.round(p, records, agent="a")
+    r2 = store.round(p, records, agent="a")
+    refreshed = store.round(p, records, agent="a", refresh=True)
+    assert refreshed.round == 3  # t is untouched
+    assert refreshed.price.queue_before == pytest.approx(r2.price.queue_after)  # so is Q
+    assert refreshed.extra["state"]["refresh"] is True
+    assert all(r.rule != "fidelity-ceiling" for entry in refreshed.trace for r in entry.rules if not r.passed)
+    assert r1.round == 1
+
+
+def test_dry_run_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    records = memsolve.load_records([rec("x")])
+    StateStore(path).round(policy(), records, agent="a", dry_run=True)
+    assert not path.exists()
+    StateStore(path).round(policy(), records, agent="a")
+    before = path.read_bytes()
+    result = StateStore(path).round(policy(), records, agent="a", dry_run=True)
+    assert result.round == 2 and path.read_bytes() == before
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.lists(st.floats(0.5, 20), min_size=4, max_size=4)),
+                min_size=2, max_size=6),
+       st.floats(0, 50))
+def test_fidelity_never_rises_across_rounds(tmp_path_factory, rounds, c) -> None:
+    store = StateStore(tmp_path_factory.mktemp("st") / "s.db")
+    p = policy(c=c, q0=0.3, budget=40)
+    order = {"raw": 0, "summary": 1, "keywords": 2, "delete": 3}
+    last: dict[str, int] = {}
+    for budget, utilities in rounds:
+        # the caller's utilities change every round; the ceilings must still hold
+        records = memsolve.load_records(
+            [{"id": f"r{i}", "timestamp": 0, "representations": levels(8 + 4 * i, u)} for i, u in enumerate(utilities)]
+        )
+        p_round = policy(c=c, q0=0.3, budget=max(budget, 1))
+        result = store.round(p_round, records, agent="a")
+        for entry in result.trace:
+            if entry.outcome == "excluded":
+                assert last.get(entry.id) == order["delete"]
+                continue
+            level = order[entry.allocation["level"]]
+            assert level >= last.get(entry.id, 0)
+            last[entry.id] = level
+
+
+def test_state_keys_separate_policies_tenants_and_agents(tmp_path: Path) -> None:
+    store = StateStore(tmp_path / "s.db")
+    records = memsolve.load_records([rec("x", tenant="t1")])
+    store.round(policy(), records, agent="a")
+    store.round(policy(), records, agent="b")
+    store.round(make_policy("budget: {tokens: 10}\ncontext: {now: 0}\ntenant: t1\n", name="other"), records, agent="a")
+    assert {(k.policy, k.tenant, k.agent) for k in store.keys()} == {
+        ("test", "", "a"), ("test", "", "b"), ("other", "t1", "a")}
+    assert store.reset(AgentKey("test", "", "b")) is True
+    assert len(store.keys()) == 2
+
+
+@pytest.mark.parametrize("content", [b"this is not a database\n" * 10, b""])
+def test_foreign_files_are_refused_and_left_untouched(tmp_path: Path, cli, content: bytes) -> None:
+    path = tmp_path / "s.db"
+    path.write_bytes(content)
+    other = sqlite3.connect(tmp_path / "other.db")
+    other.execute("CREATE TABLE t (x)")
+    other.commit()
+    other.close()
+    for target in (path, tmp_path / "other.db"):
+        before = target.read_bytes()
+        result = cli("--policy", "policies/ch15.yaml", "--records", "examples/ch15/base.json",
+                     "--state", target, "--agent", "a")
+        if target == path and content == b"":
+            assert result.exit_code == 0  # an empty file is a new store
+            continue
+        assert result.exit_code == 2, result.stderr
+        assert "not a memsolve state file" in result.stderr and result.stderr.count("\n") == 1
+        assert target.read_bytes() == before
+
+
+def test_newer_schema_version_is_refused(tmp_path: Path, cli) -> None:
+    path = tmp_path / "s.db"
+    StateStore(path).round(policy(), memsolve.load_records([rec("x")]), agent="a")
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE memsolve_meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION + 1),))
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    result = cli("--policy", "policies/ch15.yaml", "--records", "examples/ch15/base.json", "--state", path,
+                 "--agent", "a")
+    assert result.exit_code == 2 and "newer than this memsolve supports" in result.stderr
+    assert path.read_bytes() == before
+
+
+def test_state_cli_show_export_reset(tmp_path: Path, cli) -> None:
+    db = tmp_path / "s.db"
+    base = ("--policy", "policies/team-a.yaml", "--state", db, "--agent", "planner")
+    assert cli(*base).exit_code == 0
+    assert cli(*base, "--refresh").exit_code == 0
+    shown = cli("state", "show", "--state", db, "--agent", "planner", "--policy", "policies/team-a.yaml")
+    assert shown.exit_code == 0 and "next round 3" in shown.stdout and "next lambda" in shown.stdout
+    assert "a-sync-notes" in shown.stdout  # its ceiling: deleted
+    data = json.loads(cli("state", "show", "--state", db, "--agent", "planner", "--format", "json").stdout)
+    assert data["agents"][0]["round"] == 3
+    exported = json.loads(cli("state", "export", "--state", db).stdout)
+    assert exported["schema"] == "memsolve/state/v1" and len(exported["agents"][0]["history"]) == 2
+    assert exported["agents"][0]["history"][1]["refresh"] is True
+    assert cli("state", "reset", "--state", db, "--agent", "planner").exit_code == 2  # needs --yes
+    assert cli("state", "reset", "--state", db, "--agent", "planner", "--yes").exit_code == 0
+    assert json.loads(cli("state", "export", "--state", db).stdout)["agents"] == []
+    assert cli("state", "show", "--state", tmp_path / "none.db", "--agent", "x").exit_code == 2
+
+
+def test_state_flags_go_together(cli) -> None:
+    result = cli("--policy", "policies/team-a.yaml", "--state", "x.db")
+    assert result.exit_code == 2 and "--state and --agent go together" in result.stderr
+    assert cli("--policy", "policies/team-a.yaml", "--dry-run").exit_code == 2
+
+
+def _round_cmd(db: Path, agent: str = "a") -> list[str]:
+    return [sys.executable, "-m", "memsolve", "--policy", "policies/team-a.yaml", "--state", str(db),
+            "--agent", agent, "--format", "json"]
+
+
+def test_concurrent_rounds_never_lose_an_update(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    procs = [subprocess.Popen(_round_cmd(db, agent), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for agent in ["a"] * 6 + ["b"] * 2]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, [o[1] for o in outputs]
+    rounds_a = sorted(json.loads(o[0])["round"] for o, p in zip(outputs, range(8), strict=True) if p < 6)
+    assert rounds_a == [1, 2, 3, 4, 5, 6]  # every round saw the state the previous one wrote
+    store = StateStore(db)
+    state = store.load(AgentKey("team-a", "team-a", "a"))
+    assert state.round == 7 and [h.round for h in state.history] == [1, 2, 3, 4, 5, 6]
+    queue = 0.5
+    for h in state.history:  # the queue chain is unbroken
+        assert h.queue_before == pytest.approx(queue)
+        queue = h.queue_after
+    assert store.load(AgentKey("team-a", "team-a", "b")).round == 3
+
+
+CRASH_LOOP = """
+import sys, memsolve
+from memsolve.state import StateStore
+p = memsolve.load_policy("policies/team-a.yaml")
+r = memsolve.load_records(p.records)
+s = StateStore(sys.argv[1])
+while True:
+    s.round(p, r, agent="crash")
+"""
+
+
+def _consistent(db: Path) -> int:
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    state = StateStore(db).load(AgentKey("team-a", "team-a", "crash"))
+    rounds = [h.round for h in state.history]
+    assert rounds == list(range(1, state.round))  # old or new round, never a mix
+    if state.history:
+        assert state.queue == pytest.approx(state.history[-1].queue_after)
+    return state.round - 1
+
+
+def test_kill_9_mid_round_leaves_the_previous_state_intact(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    done, kills = 0, 0
+    for delay in (0.9, 1.3, 1.1, 1.7, 1.2, 1.5):
+        proc = subprocess.Popen([sys.executable, "-c", CRASH_LOOP, str(db)], cwd=ROOT)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        kills += 1
+        now = _consistent(db) if db.exists() else 0
+        assert now >= done
+        done = now
+    assert kills == 6
+    # and the store still works
+    result = StateStore(db).round(memsolve.load_policy(ROOT / "policies/team-a.yaml"),
+                                  memsolve.load_records(ROOT / "examples/shared.jsonl"), agent="crash")
+    assert result.round == done + 1
+
+
+def test_simulate_settles_near_alpha_within_the_hard_budget(tmp_path: Path, cli) -> None:
+    out = tmp_path / "t.json"
+    plot = tmp_path / "t.svg"
+    result = cli("simulate", "--policy", "policies/conversation.yaml", "--rounds-file",
+                 "examples/rounds/conversation.jsonl", "--out", out, "--plot", plot, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(out.read_text())
+    rows = data["trajectory"]
+    assert len(rows) == 40 and plot.read_bytes().startswith(b"<?xml")
+    assert all(r["tokens_used"] <= r["budget"] for r in rows)  # the hard budget holds every round
+    late = [r["occupancy"] for r in rows[-20:]]
+    assert abs(sum(late) / len(late) - data["alpha"]) < 0.1
+    for before, after in zip(rows, rows[1:], strict=False):  # Q_{t+1} = max(0, Q_t + G_t/B − α)
+        assert after["queue"] == pytest.approx(max(0.0, before["queue"] + before["occupancy"] - 0.8))
+        assert after["lambda"] == pytest.approx(1000.0 * after["queue"] / math.sqrt(after["t"]))
+    csv_out = tmp_path / "t.csv"
+    assert cli("simulate", "--policy", "policies/conversation.yaml", "--rounds-file",
+               "examples/rounds/conversation.jsonl", "--out", csv_out).exit_code == 0
+    assert csv_out.read_text().startswith("t,queue,lambda,tokens_used")
+
+
+def test_simulate_bad_rounds_file(tmp_path: Path, cli) -> None:
+    bad = write(tmp_path, "r.jsonl", '[{"id": "a", "timestamp": 0, "tokens": 1, "utility": 1}]\n{"recs": []}\n')
+    result = cli("simulate", "--policy", "policies/conversation.yaml", "--rounds-file", bad)
+    assert result.exit_code == 2 and f"{bad}:2" in result.stderr
