@@ -112,7 +112,7 @@ def main() -> int:
     for column in ("class", "n", "argsort", "memsolve dp", "ratio", "status", "memsolve cp-sat", "core",
                    "plain CP-SAT", "HiGHS", "dense DP", "exact"):
         table.add_column(column, justify="right")
-    console = Console()
+    console = Console(width=220)
     failures = 0
     for kind in args.classes:
         for n in args.sizes:

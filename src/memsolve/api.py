@@ -275,10 +275,11 @@ def _result(policy: Policy, records: RecordSet, prep: Prepared, price: Price, ou
 def _allocation(compiled: Compiled, solution: Solution, row: int, reduction: Any) -> dict[str, Any]:
     inst = compiled.instance
     level = int(solution.choice[row])
+    tokens, utility, mask = inst.tokens[row].tolist(), inst.utility[row].tolist(), inst.mask[row].tolist()
     offered = [
-        {"level": compiled.levels[j], "tokens": int(inst.tokens[row, j]), "utility": float(inst.utility[row, j]),
-         "value": float(inst.utility[row, j] - inst.price * inst.tokens[row, j])}
-        for j in range(inst.k) if inst.mask[row, j]
+        {"level": compiled.levels[j], "tokens": tokens[j], "utility": utility[j],
+         "value": utility[j] - inst.price * tokens[j]}
+        for j in range(inst.k) if mask[j]
     ]
     out: dict[str, Any] = {"level": compiled.levels[level] if level >= 0 else "delete", "offered": offered}
     if reduction is not None:

@@ -14,6 +14,26 @@ from typing import Any
 SCHEMA = "memsolve/result/v1"
 
 
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
+
+
+def dumps_by_line(data: Mapping[str, Any]) -> str:
+    """A mapping as JSON: one key per line, lists of mappings one item per line."""
+    lines = ["{"]
+    items = list(data.items())
+    for index, (key, value) in enumerate(items):
+        comma = "," if index < len(items) - 1 else ""
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            lines.append(f"  {_compact(key)}: [")
+            lines.extend(f"    {_compact(v)}{',' if i < len(value) - 1 else ''}" for i, v in enumerate(value))
+            lines.append(f"  ]{comma}")
+        else:
+            lines.append(f"  {_compact(key)}: {_compact(value)}{comma}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
 @dataclass(frozen=True)
 class RuleResult:
     rule: str
@@ -211,8 +231,12 @@ class Result:
         return out
 
     def to_json(self) -> str:
-        """The result as JSON text, ending in a newline; byte-identical for identical inputs."""
-        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        """The result as JSON text, ending in a newline; byte-identical for identical inputs.
+
+        One top-level field per line and one list item (a record) per line: readable, diffable
+        line by line, and written by the C encoder (an indented dump is ten times slower).
+        """
+        return dumps_by_line(self.to_dict())
 
     def entry(self, record_id: str) -> TraceEntry | None:
         return next((t for t in self.trace if t.id == record_id), None)

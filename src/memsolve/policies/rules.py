@@ -58,7 +58,9 @@ class RecordVerdicts:
 
 def number(value: float) -> float | int:
     """Integral floats as ints, so evidence reads `age: 1` rather than `age: 1.0`."""
-    return int(value) if float(value).is_integer() and abs(value) < 2**53 else value
+    if isinstance(value, int):
+        return value
+    return int(value) if value.is_integer() and abs(value) < 2**53 else value
 
 
 class _Evaluator:

@@ -47,12 +47,23 @@ DENSE_CROSS_CHECK_CELLS = 20_000_000
 class _Runner:
     """Runs engines on one instance, sharing the scaled values and the reduction."""
 
-    def __init__(self, instance: Instance, time_limit_s: float, greedy: Solution) -> None:
+    def __init__(self, instance: Instance, time_limit_s: float, scores: np.ndarray | None) -> None:
         self.instance = instance
         self.scaled = scale(instance)
         self.time_limit_s = time_limit_s
-        self.greedy = greedy
+        self.scores = scores
         self.reduction: Reduction | None = None
+        self._greedy: Solution | None = None
+
+    @property
+    def greedy(self) -> Solution:
+        if self._greedy is None:
+            self._greedy = solve_greedy(self.instance, self.scaled, scores=self.scores)
+        return self._greedy
+
+    def _greedy_incumbent(self) -> np.ndarray | None:
+        # the LP floor may break a count limit; only then is the greedy allocation needed
+        return None if self.instance.max_records is None else self.greedy.choice
 
     def solve(self, engine: str | None, checking: bool = False) -> Solution | None:
         if engine is None or engine == "none":
@@ -60,11 +71,11 @@ class _Runner:
         if engine == "dp":
             if checking and _dense_cells(self.instance) <= DENSE_CROSS_CHECK_CELLS:
                 return solve_dp(self.instance, self.scaled)
-            solution, self.reduction = solve_reduced(self.instance, self.scaled, self.greedy.choice)
+            solution, self.reduction = solve_reduced(self.instance, self.scaled, self._greedy_incumbent())
             return solution
         if engine == "cp-sat":
             if self.reduction is None:
-                self.reduction = reduce_instance(self.instance, self.scaled, self.greedy.choice)
+                self.reduction = reduce_instance(self.instance, self.scaled, self._greedy_incumbent())
             try:
                 return solve_cpsat_reduced(
                     self.instance, self.scaled, self.reduction, time_limit_s=self.time_limit_s
@@ -88,13 +99,17 @@ def run(
     *,
     time_limit_s: float = 10.0,
     scores: np.ndarray | None = None,
+    compare_greedy: bool = True,
 ) -> Outcome:
-    """Solve with ``engine`` and check it with ``cross_check`` (``none`` to skip)."""
+    """Solve with ``engine`` and check it with ``cross_check`` (``none`` to skip).
+
+    ``compare_greedy`` also runs the greedy baseline so the result can say what it would lose.
+    """
     if engine not in ENGINES:
         raise InputError(f"unknown engine `{engine}`; expected one of {', '.join(ENGINES)}")
-    greedy = solve_greedy(instance, scale(instance), scores=scores)
-    runner = _Runner(instance, time_limit_s, greedy)
+    runner = _Runner(instance, time_limit_s, scores)
     if engine == "greedy":
+        greedy = runner.greedy
         # greedy is a baseline: the exact optimum is reported beside it, never enforced
         reference = runner.solve(cross_check, checking=True)
         check = None
@@ -110,6 +125,7 @@ def run(
 
     primary = runner.solve(engine)
     assert primary is not None
+    greedy = runner.greedy if compare_greedy else None
     if primary.status == SKIPPED:  # the DP declined a core this large: CP-SAT takes over
         primary = runner.solve("cp-sat")
         assert primary is not None
