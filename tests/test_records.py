@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import memsolve
 from memsolve.records import InvalidRecord, Record
@@ -161,3 +163,32 @@ def test_empty_files_hold_no_records(tmp_path: Path) -> None:
 def test_action_values_must_match_in_length() -> None:
     with pytest.raises(memsolve.InputError, match="expected 2 action values"):
         memsolve.load_records({"records": [], "original_action_values": [1, 2], "compressed_action_values": [1]})
+
+
+_values = st.one_of(st.none(), st.booleans(), st.integers(-3, 10**13), st.floats(allow_nan=True, allow_infinity=True),
+                    st.text(max_size=4), st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3),
+                                                                                           st.integers(), max_size=2))
+_levels = st.dictionaries(st.sampled_from(["tokens", "utility", "text", "extra"]), _values, max_size=3)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {"id": st.one_of(st.text(max_size=3), st.integers()), "timestamp": _values},
+        optional={
+            **{name: _values for name in ("tenant", "store", "session", "key", "ttl", "authority", "version",
+                                          "document", "text", "tokens", "decision_value", "utility", "metadata",
+                                          "timestmp")},
+            "representations": st.one_of(_values, st.dictionaries(st.sampled_from(["raw", "summary", "delete"]),
+                                                                  st.one_of(_levels, _values), max_size=3)),
+        },
+    )
+)
+def test_fast_check_accepts_only_what_the_schema_accepts(item) -> None:
+    from memsolve._source import find_non_finite
+    from memsolve.records import looks_valid
+    from memsolve.schemas import validator
+
+    if looks_valid(item):
+        assert validator("records", "record").is_valid(item)
+        assert find_non_finite(item) is None
