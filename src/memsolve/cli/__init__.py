@@ -391,3 +391,150 @@ def simulate(policy_path, rounds_files, agent, fmt, out, plot, force) -> None:
                      f"{r.occupancy:.3f}", f"{r.objective:.6g}",
                      " ".join(f"{k}={v}" for k, v in sorted(r.levels.items())))
                     for r in rows])
+
+
+def _emit_findings(findings, fmt: str, summary: str, out: str | None, force: bool) -> None:
+    from .. import __version__
+    from ..findings import render
+
+    if fmt == "table":
+        rows = [(f.suite, f.name, "pass" if f.passed else f.level.upper(), f.code, f.message,
+                 f.location.render() if f.location else "") for f in findings if not f.passed]
+        text = _capture(lambda handle: rows_table("Findings", ["suite", "case", "result", "code", "message", "where"],
+                                                  rows, handle)) if rows else ""
+        write_output(text + summary + "\n", out, force)
+    else:
+        write_output(render(findings, fmt, __version__, summary), out, force)
+
+
+FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(["table", "json", "junit", "sarif", "github"]),
+                             default="table", show_default=True)
+
+
+@main.command()
+@context_options
+@click.option("--baseline", type=click.Path(dir_okay=False), help="Stored outcomes to compare with.")
+@click.option("--write-baseline", type=click.Path(dir_okay=False), help="Store this run's outcomes as the baseline.")
+@FORMAT_OPTION
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the report here.")
+@click.option("--force", is_flag=True, help="Replace --write-baseline or --out if it exists.")
+@guarded
+def audit(policy_path, records_path, now, tenant, session, query, budget, max_records, current_version,
+          baseline, write_baseline, fmt, out, force) -> None:
+    """Compare outcomes with a baseline (exit 1 on any change) and check the invariants."""
+    from .. import audit as auditing
+
+    if baseline is None and write_baseline is None:
+        raise InputError("give --baseline FILE to compare, or --write-baseline FILE to store one")
+    context = context_from_flags(now, tenant, session, query, budget, max_records, current_version)
+    policy, records = load_inputs(policy_path, records_path)
+    result = api.solve(policy, records, context)
+    findings = auditing.invariants(policy, records, context, result)
+    if write_baseline:
+        write_output(auditing.dumps(auditing.baseline(result)), write_baseline, force)
+    if baseline:
+        findings = auditing.compare(policy, auditing.load_baseline(baseline), result) + findings
+    bad = [f for f in findings if not f.passed]
+    changed = sum(1 for f in bad if f.suite == "audit")
+    broken = sum(1 for f in bad if f.suite == "invariants")
+    summary = f"audit: {changed} changed outcome(s), {broken} invariant violation(s)"
+    _emit_findings(findings, fmt, summary, out, force)
+    sys.exit(EXIT_FAILED if bad else EXIT_OK)
+
+
+@main.command()
+@click.argument("record_id")
+@context_options
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@guarded
+def explain(record_id, policy_path, records_path, now, tenant, session, query, budget, max_records,
+            current_version, fmt) -> None:
+    """Why a record got its outcome, and what would change it (computed thresholds)."""
+    from ..explain import explain as explain_record
+    from ..explain import render_text
+
+    context = context_from_flags(now, tenant, session, query, budget, max_records, current_version)
+    policy, records = load_inputs(policy_path, records_path)
+    explanation = explain_record(policy, records, record_id, context)
+    if fmt == "json":
+        click.echo(json.dumps(explanation.to_dict(), indent=2))
+    else:
+        click.echo(render_text(explanation), nl=False)
+
+
+@main.command("test")
+@click.argument("paths", nargs=-1, required=True)
+@FORMAT_OPTION
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the report here.")
+@click.option("--force", is_flag=True, help="Replace --out if it exists.")
+@guarded
+def test_command(paths, fmt, out, force) -> None:
+    """Run policy tests (YAML files of kind PolicyTest, or folders of them)."""
+    from ..policytest import find_test_files, run_file
+
+    files = find_test_files(list(paths))
+    if not files:
+        raise InputError(f"no policy test files under {', '.join(paths)}")
+    findings = [finding for path in files for finding in run_file(path)]
+    passed = sum(1 for f in findings if f.passed)
+    summary = f"{passed} passed, {len(findings) - passed} failed"
+    _emit_findings(findings, fmt, summary, out, force)
+    sys.exit(EXIT_OK if passed == len(findings) else EXIT_FAILED)
+
+
+@main.command()
+@click.argument("old_policy", type=click.Path(dir_okay=False))
+@click.argument("new_policy", type=click.Path(dir_okay=False))
+@click.option("--records", "records_path", type=click.Path(dir_okay=False),
+              help="Records both policies run over; default: the first policy's `records:`.")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@guarded
+def diff(old_policy, new_policy, records_path, fmt) -> None:
+    """Two policies over one record set: changed outcomes and a verdict per rule and overall."""
+    from ..diff import diff as diff_policies
+
+    old, records = load_inputs(old_policy, records_path)
+    new = load_policy(new_policy)
+    report = diff_policies(old, new, records)
+    if fmt == "json":
+        click.echo(json.dumps(report.to_dict(), indent=2))
+        return
+    from ..audit import _describe
+
+    rows_table("Changed outcomes", ["record", "before", "after"],
+               [(c["id"], _describe(c["before"]), _describe(c["after"])) for c in report.changes])
+    rows_table("Rules", ["rule", "verdict"], sorted(report.rules.items()))
+    click.echo(f"overall: {report.overall}")
+
+
+@main.command()
+@click.argument("policies", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--records", "records_path", type=click.Path(dir_okay=False),
+              help="Also lint against these records (else each policy's own `records:`, if any).")
+@FORMAT_OPTION
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the report here.")
+@click.option("--force", is_flag=True, help="Replace --out if it exists.")
+@guarded
+def check(policies, records_path, fmt, out, force) -> None:
+    """Schema validation plus semantic lints with stable codes (MS000-MS007); exit 1 on errors."""
+    from ..findings import failed
+    from ..lint import check_policy
+
+    findings = []
+    for path in policies:
+        records = None
+        source = records_path
+        if source is None:
+            try:
+                source = load_policy(path).records
+            except InputError:
+                source = None
+        if source is not None:
+            records = load_records(source)
+        findings += check_policy(path, records)
+    errors = failed(findings)
+    warnings = [f for f in findings if not f.passed and f.level != "error"]
+    summary = f"check: {len(policies)} polic{'y' if len(policies) == 1 else 'ies'}, {len(errors)} error(s), " \
+              f"{len(warnings)} warning(s)"
+    _emit_findings(findings, fmt, summary, out, force)
+    sys.exit(EXIT_FAILED if errors else EXIT_OK)

@@ -1,0 +1,152 @@
+"""Audit: compare a result's outcomes with a stored baseline, and re-check the invariants.
+
+An outcome is what happened to one record: ``selected`` (with its level), ``dropped``, or
+``excluded`` (with the deciding rule). The invariants are checked from the records and the
+context themselves, not from the trace, so a bug in a rule cannot hide its own violation:
+no selected or dropped record of another tenant, no selected authority record whose version
+is not current, no selected record past its ttl, budget and count respected.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ._source import load_document
+from .context import Context, resolve_context
+from .errors import InputError, Location
+from .findings import Finding
+from .policies.model import FreshnessRule, Policy
+from .records import Record, RecordSet
+from .result import Result
+from .timeutil import parse_duration
+
+BASELINE_SCHEMA = "memsolve/baseline/v1"
+
+
+def outcomes(result: Result) -> dict[str, dict[str, Any]]:
+    """Each record's outcome, keyed by id (invalid records without an id by position)."""
+    out: dict[str, dict[str, Any]] = {}
+    for s in result.selected:
+        out[s.id] = {"outcome": "selected", "level": s.level}
+    for d in result.dropped:
+        out[d.id] = {"outcome": "dropped", "reason": d.reason}
+    for entry, e in zip([t for t in result.trace if t.outcome == "excluded"], result.excluded, strict=True):
+        out[e.id if e.id is not None else f"#{entry.position}"] = {"outcome": "excluded", "rule": e.rule,
+                                                                    "reason": e.reason}
+    return out
+
+
+def baseline(result: Result) -> dict[str, Any]:
+    return {
+        "schema": BASELINE_SCHEMA,
+        "policy": {"name": result.policy_name, "sha256": result.policy_sha256},
+        "records": {"sha256": result.records_sha256, "count": result.records_count},
+        "outcomes": {rid: value for rid, value in sorted(outcomes(result).items())},
+    }
+
+
+def load_baseline(path: str) -> dict[str, Any]:
+    doc, _ = load_document(path, fmt="json")
+    data = doc.data
+    if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA or not isinstance(
+        data.get("outcomes"), dict
+    ):
+        raise InputError(f"not a memsolve baseline (expected `schema: {BASELINE_SCHEMA}` and `outcomes`)",
+                         doc.locate(()))
+    return data
+
+
+def _describe(value: Mapping[str, Any] | None) -> str:
+    if value is None:
+        return "absent"
+    if value["outcome"] == "selected":
+        return f"selected at {value['level']}"
+    if value["outcome"] == "excluded":
+        return f"excluded by {value['rule']}"
+    return "dropped"
+
+
+def compare(policy: Policy, stored: Mapping[str, Any], result: Result) -> list[Finding]:
+    """One finding per record: passed when its outcome is unchanged."""
+    before: Mapping[str, Any] = stored["outcomes"]
+    after = outcomes(result)
+    findings = []
+    for rid in sorted(set(before) | set(after)):
+        old, new = before.get(rid), after.get(rid)
+        same = old is not None and new is not None and _key(old) == _key(new)
+        message = "" if same else f"{_describe(old)} -> {_describe(new)}"
+        if not same and new is not None and new.get("reason"):
+            message += f" ({new['reason']})"
+        rule = (new or {}).get("rule") or (old or {}).get("rule")
+        findings.append(Finding(
+            "audit", rid, same, message, code="changed-outcome" if old and new else "new-or-missing-record",
+            location=_rule_location(policy, rule), data={"before": old, "after": new},
+        ))
+    return findings
+
+
+def _key(value: Mapping[str, Any]) -> tuple[Any, ...]:
+    return (value["outcome"], value.get("level"), value.get("rule"))
+
+
+def _rule_location(policy: Policy, rule_id: str | None) -> Location:
+    for rule in policy.rules:
+        if rule.id == rule_id:
+            return rule.where
+    if rule_id == "tenant":
+        return policy.locate("tenant")
+    return Location(policy.file, 1, 1)
+
+
+def invariants(policy: Policy, records: RecordSet, context: Context | None, result: Result) -> list[Finding]:
+    """The safety invariants, re-derived from the records; a finding per invariant."""
+    ctx = resolve_context(policy, records, context)
+    by_id = {r.id: r for r in records.valid}
+    selected = [(by_id[s.id], s) for s in result.selected]
+    kept = [by_id[s.id] for s in result.selected] + [by_id[d.id] for d in result.dropped]
+    checks: list[tuple[str, str, list[str]]] = []
+
+    if ctx.tenant is not None:
+        bad = [r.id for r in kept if r.tenant != ctx.tenant]
+        checks.append(("invariant-tenant", f"only tenant `{ctx.tenant}` records are considered", bad))
+    stale = []
+    for record, _ in selected:
+        if record.authority:
+            current = ctx.current_versions.get(record.document, ctx.current_version) if record.document \
+                else ctx.current_version
+            if current is None or record.version != current:
+                stale.append(record.id)
+    if any(r.authority for r, _ in selected) or stale:
+        checks.append(("invariant-authority", "selected authority records carry the current version", stale))
+    for rule in policy.rules_of(FreshnessRule):
+        expired = [r.id for r, _ in selected if _expired(rule, r, ctx.now, ctx.time_kind)]
+        checks.append(("invariant-freshness", f"no selected record is past its ttl ({rule.id})", expired))
+    used = sum(s.tokens for _, s in selected)
+    over = [] if used <= ctx.budget and used == result.tokens_used else [f"{used} tokens of {ctx.budget}"]
+    checks.append(("invariant-budget", "the token budget holds", over))
+    if ctx.max_records is not None:
+        count = [] if len(selected) <= ctx.max_records else [f"{len(selected)} records of {ctx.max_records}"]
+        checks.append(("invariant-count", "the record count limit holds", count))
+    return [
+        Finding("invariants", code, not bad, "" if not bad else f"violated by {', '.join(bad)}", code=code,
+                location=Location(policy.file, 1, 1))
+        for code, _, bad in checks
+    ]
+
+
+def _expired(rule: FreshnessRule, record: Record, now: float, kind: str) -> bool:
+    # an independent re-derivation of the ttl (record, then store, then default)
+    if record.ttl_given:
+        ttl = record.ttl
+    elif record.store in rule.ttl_by_store:
+        spec = rule.ttl_by_store[record.store]
+        ttl = None if spec is None else parse_duration(spec.value, kind)
+    else:
+        ttl = None if rule.default_ttl is None else parse_duration(rule.default_ttl.value, kind)
+    return ttl is not None and now - record.timestamp > ttl
+
+
+def dumps(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
