@@ -101,7 +101,6 @@ def test_dry_run_writes_nothing(tmp_path: Path) -> None:
        st.floats(0, 50))
 def test_fidelity_never_rises_across_rounds(tmp_path_factory, rounds, c) -> None:
     store = StateStore(tmp_path_factory.mktemp("st") / "s.db")
-    p = policy(c=c, q0=0.3, budget=40)
     order = {"raw": 0, "summary": 1, "keywords": 2, "delete": 3}
     last: dict[str, int] = {}
     for budget, utilities in rounds:

@@ -148,6 +148,13 @@ class _DuplicateKey(Exception):
         self.key, self.line, self.column = key, line, column
 
 
+# YAML 1.1 (PyYAML) reads `1e-9` as a string; policy authors mean the number (YAML 1.2, JSON)
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
 _StrictLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
     lambda loader, node: _construct_mapping(loader, node, deep=True),
