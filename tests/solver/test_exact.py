@@ -217,3 +217,10 @@ def test_dp_declines_too_large_and_cp_sat_takes_over(monkeypatch: pytest.MonkeyP
     assert outcome.reduction is not None and outcome.reduction.core.size > 0
     assert outcome.solution.engine == "cp-sat" and outcome.solution.status == "optimal"
     assert outcome.solution.objective == 13.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(instances(max_n=8, max_k=3))
+def test_greedy_never_beats_exact(inst) -> None:
+    scaled = scale(inst)
+    assert solve_greedy(inst, scaled).scaled_objective <= solve_dp(inst, scaled).scaled_objective

@@ -104,8 +104,10 @@ def context_from_flags(
     )
 
 
-def load_inputs(policy_path: str, records_path: str | None) -> tuple[Policy, RecordSet]:
-    policy = load_policy(policy_path)
+def load_inputs(
+    policy_path: str, records_path: str | None, overrides: tuple[str, ...] = ()
+) -> tuple[Policy, RecordSet]:
+    policy = load_policy(policy_path, overrides)
     source = records_path or policy.records
     if source is None:
         raise InputError("no records: pass --records or set `records:` in the policy", policy.locate("records"))
@@ -149,6 +151,9 @@ def context_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--max-records", type=click.IntRange(min=0), help="Most records to select."),
         click.option("--current-version", multiple=True, metavar="DOC=V",
                      help="Current version of a document (repeatable); a bare V is the default version."),
+        click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+                     help="Edit the policy for this run (repeatable): rules.relevance.recency_weight=1, "
+                          "rules.max_age=48, budget.tokens=10."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -179,7 +184,7 @@ def main() -> None:
 @click.option("--dry-run", is_flag=True, help="Solve the round but write no state.")
 @guarded
 def solve(policy_path, records_path, now, tenant, session, query, budget, max_records, current_version,
-          engine, fmt, out, force, strict, timings, state_path, agent, refresh, dry_run) -> None:
+          overrides, engine, fmt, out, force, strict, timings, state_path, agent, refresh, dry_run) -> None:
     """Solve one round and print the result."""
     started = time.perf_counter()
     context = context_from_flags(now, tenant, session, query, budget, max_records, current_version)
@@ -187,7 +192,7 @@ def solve(policy_path, records_path, now, tenant, session, query, budget, max_re
         raise InputError("--state and --agent go together")
     if (refresh or dry_run) and state_path is None:
         raise InputError("--refresh and --dry-run need --state and --agent")
-    policy, records = load_inputs(policy_path, records_path)
+    policy, records = load_inputs(policy_path, records_path, overrides)
     loaded = time.perf_counter()
     if state_path is None:
         result = api.solve(policy, records, context, engine=engine)
@@ -233,10 +238,10 @@ def validate(policies) -> None:
 @click.option("--force", is_flag=True, help="Replace --plot if it exists.")
 @guarded
 def frontier(policy_path, records_path, now, tenant, session, query, budget, max_records, current_version,
-             fmt, plot, force) -> None:
+             overrides, fmt, plot, force) -> None:
     """Best objective at every budget 0..B, as the breakpoints of the step curve."""
     context = context_from_flags(now, tenant, session, query, budget, max_records, current_version)
-    policy, records = load_inputs(policy_path, records_path)
+    policy, records = load_inputs(policy_path, records_path, overrides)
     points = api.frontier(policy, records, context)
     if plot:
         from ..plot import plot_frontier
@@ -420,14 +425,14 @@ FORMAT_OPTION = click.option("--format", "fmt", type=click.Choice(["table", "jso
 @click.option("--force", is_flag=True, help="Replace --write-baseline or --out if it exists.")
 @guarded
 def audit(policy_path, records_path, now, tenant, session, query, budget, max_records, current_version,
-          baseline, write_baseline, fmt, out, force) -> None:
+          overrides, baseline, write_baseline, fmt, out, force) -> None:
     """Compare outcomes with a baseline (exit 1 on any change) and check the invariants."""
     from .. import audit as auditing
 
     if baseline is None and write_baseline is None:
         raise InputError("give --baseline FILE to compare, or --write-baseline FILE to store one")
     context = context_from_flags(now, tenant, session, query, budget, max_records, current_version)
-    policy, records = load_inputs(policy_path, records_path)
+    policy, records = load_inputs(policy_path, records_path, overrides)
     result = api.solve(policy, records, context)
     findings = auditing.invariants(policy, records, context, result)
     if write_baseline:
@@ -448,13 +453,13 @@ def audit(policy_path, records_path, now, tenant, session, query, budget, max_re
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @guarded
 def explain(record_id, policy_path, records_path, now, tenant, session, query, budget, max_records,
-            current_version, fmt) -> None:
+            current_version, overrides, fmt) -> None:
     """Why a record got its outcome, and what would change it (computed thresholds)."""
     from ..explain import explain as explain_record
     from ..explain import render_text
 
     context = context_from_flags(now, tenant, session, query, budget, max_records, current_version)
-    policy, records = load_inputs(policy_path, records_path)
+    policy, records = load_inputs(policy_path, records_path, overrides)
     explanation = explain_record(policy, records, record_id, context)
     if fmt == "json":
         click.echo(json.dumps(explanation.to_dict(), indent=2))
@@ -538,3 +543,41 @@ def check(policies, records_path, fmt, out, force) -> None:
               f"{len(warnings)} warning(s)"
     _emit_findings(findings, fmt, summary, out, force)
     sys.exit(EXIT_FAILED if errors else EXIT_OK)
+
+
+@main.command()
+@context_options
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@guarded
+def compare(policy_path, records_path, now, tenant, session, query, budget, max_records, current_version,
+            overrides, fmt) -> None:
+    """Greedy packing against the exact optimum on the same eligible records."""
+    context = context_from_flags(now, tenant, session, query, budget, max_records, current_version)
+    policy, records = load_inputs(policy_path, records_path, overrides)
+    exact = api.solve(policy, records, context)
+    greedy = api.solve(policy, records, context, engine="greedy")
+    picks = {"exact": {s.id: s for s in exact.selected}, "greedy": {s.id: s for s in greedy.selected}}
+    ids = [t.id for t in exact.trace if t.id in picks["exact"] or t.id in picks["greedy"]]
+    differ = [rid for rid in ids if (picks["exact"].get(rid) and picks["exact"][rid].level)
+              != (picks["greedy"].get(rid) and picks["greedy"][rid].level)]
+    summary = {
+        "exact": {"objective": exact.objective, "utility": exact.utility, "tokens_used": exact.tokens_used,
+                  "selected": [s.to_dict() for s in exact.selected]},
+        "greedy": {"objective": greedy.objective, "utility": greedy.utility, "tokens_used": greedy.tokens_used,
+                   "selected": [s.to_dict() for s in greedy.selected]},
+        "greedy_loses": exact.objective - greedy.objective,
+        "differ": differ,
+    }
+    if fmt == "json":
+        click.echo(json.dumps(summary, indent=2))
+        return
+
+    def cell(name: str, rid: str) -> str:
+        chosen = picks[name].get(rid)
+        return "-" if chosen is None else f"{chosen.level} ({chosen.tokens})"
+
+    rows_table("Greedy vs exact", ["record", "exact", "greedy", ""],
+               [(rid, cell("exact", rid), cell("greedy", rid), "differs" if rid in differ else "") for rid in ids])
+    click.echo(f"exact:  objective {exact.objective:.6g}, utility {exact.utility:.6g}, {exact.tokens_used} tokens")
+    click.echo(f"greedy: objective {greedy.objective:.6g}, utility {greedy.utility:.6g}, {greedy.tokens_used} tokens")
+    click.echo(f"greedy loses {exact.objective - greedy.objective:.6g}")

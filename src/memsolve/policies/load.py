@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,10 +33,52 @@ from .model import (
 )
 
 
-def load_policy(path: str | Path) -> Policy:
-    """Read, validate and return the policy at ``path``; raises InputError with file:line."""
+def load_policy(path: str | Path, overrides: Sequence[str] = ()) -> Policy:
+    """Read, validate and return the policy at ``path``; raises InputError with file:line.
+
+    ``overrides`` are ``KEY=VALUE`` edits applied before validation (the CLI's ``--set``): KEY
+    is a dotted path, a rule addressed by its id or type (``rules.relevance.recency_weight=1``,
+    ``rules.max_age=48``), VALUE is read as YAML (``[episodic]``, ``false``, ``24h``).
+    """
     doc, raw = load_document(path, fmt="yaml")
-    return _build(doc, hashlib.sha256(raw).hexdigest())
+    digest = hashlib.sha256(raw)
+    for override in overrides:
+        _apply(doc, override)
+        digest.update(b"\0" + override.encode("utf-8"))
+    return _build(doc, digest.hexdigest())
+
+
+def _apply(doc: Document, override: str) -> None:
+    key, sep, text = override.partition("=")
+    where = Location(doc.file, path=key)
+    if not sep or not key:
+        raise InputError(f"--set expects KEY=VALUE, got `{override}`", where)
+    try:
+        value = parse_text(text, "--set", "yaml").data if text.strip() else ""
+    except InputError:
+        raise InputError(f"--set {key}: `{text}` is not a YAML value", where) from None
+    if not isinstance(doc.data, dict):
+        raise InputError("a policy must be a mapping", where)
+    node: Any = doc.data
+    parts = key.split(".")
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        if isinstance(node, list):  # the rule list: address an entry by its id or its type
+            entry = next((r for r in node if isinstance(r, dict) and (r.get("id") == part or part in r)), None)
+            if entry is None:
+                raise InputError(f"--set {key}: no rule `{part}` in the policy", where)
+            kind = next((k for k in entry if k != "id"), part)
+            if last:
+                entry[kind] = value
+                return
+            node = entry[kind]
+            continue
+        if not isinstance(node, dict):
+            raise InputError(f"--set {key}: `{'.'.join(parts[:depth])}` is not a mapping", where)
+        if last:
+            node[part] = value
+            return
+        node = node.setdefault(part, {})
 
 
 def policy_from_text(text: str, file: str = "<policy>") -> Policy:
