@@ -59,8 +59,8 @@ def main() -> int:
                 print(proc.stderr)
                 return 1
             print(proc.stderr.strip())
-        print(f"{args.records} records, cross-check {args.cross_check}: best wall {min(times):.3f} s over {args.repeat} runs "
-              f"(result {out.stat().st_size / 1e6:.1f} MB)")
+        print(f"{args.records} records, cross-check {args.cross_check}: best wall {min(times):.3f} s "
+              f"over {args.repeat} runs (result {out.stat().st_size / 1e6:.1f} MB)")
     return 0
 
 

@@ -22,7 +22,7 @@ from .reduce import Reduction, _value, closest_rows, fix, relax
 
 # The sparse DP declines a core (CP-SAT takes it, under its time limit) past these sizes.
 MAX_STATES = 1_000_000  # Pareto states after one row
-MAX_WORK = 30_000_000  # candidate states over all rows
+MAX_WORK = 4_000_000  # candidate states over all rows
 
 
 class CoreTooLarge(Exception):
@@ -212,7 +212,10 @@ def solve_cpsat_reduced(
         solution = make_solution(instance, scaled, choice, OPTIMAL, "cp-sat", detail=detail)
         return replace(solution, bound=solution.objective)
     sub, sub_scaled = sub_instance(instance, scaled, red)
-    core = solve_cpsat(sub, sub_scaled, time_limit_s=time_limit_s, hint=red.incumbent[red.core])
+    # the incumbent hint speeds up small cores (28 rows: 0.27 s -> 0.015 s) but slows CP-SAT when
+    # bound fixing failed and the core is the whole instance (weakly correlated, 1,000: 0.6 -> 1.4 s)
+    hint = red.incumbent[red.core] if 2 * red.core.size < instance.n else None
+    core = solve_cpsat(sub, sub_scaled, time_limit_s=time_limit_s, hint=hint)
     choice[red.core] = core.choice
     solution = make_solution(instance, scaled, choice, core.status, "cp-sat", detail=core.detail or detail)
     fixed_value = solution.objective - core.objective
