@@ -21,6 +21,12 @@ from .errors import InputError, Location
 
 PathT = tuple[Any, ...]
 
+# Input limits: a file past any of them is refused with exit 2 before it can cost memory or time.
+MAX_FILE_BYTES = 256 * 1024 * 1024
+MAX_DEPTH = 64  # nesting of mappings and lists
+MAX_STRING = 1024 * 1024  # characters in one string
+MAX_INTEGER = 2**63  # beyond this a number cannot be a token count, a time or a utility
+
 try:  # the C loader is much faster; fall back to pure Python where libyaml is missing
     _BaseLoader: type = yaml.CSafeLoader  # type: ignore[attr-defined]
 except AttributeError:  # pragma: no cover - depends on the PyYAML build
@@ -81,6 +87,9 @@ def read_text(path: str | Path) -> tuple[str, bytes]:
     """Read a file as UTF-8; undecodable bytes are an input error with their line."""
     file = str(path)
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise InputError(f"file is {size:,} bytes, more than the limit of {MAX_FILE_BYTES:,}", Location(file))
         raw = Path(path).read_bytes()
     except FileNotFoundError:
         raise InputError("file not found", Location(file)) from None
@@ -110,7 +119,9 @@ def load_document(path: str | Path, fmt: str | None = None) -> tuple[Document, b
 
 def parse_text(text: str, file: str, fmt: str) -> Document:
     if fmt == "yaml":
-        return _parse_yaml(text, file)
+        doc = _parse_yaml(text, file)
+        check_structure(doc)
+        return doc
     if fmt == "json":
         return _parse_json(text, file)
     if fmt == "jsonl":
@@ -173,9 +184,14 @@ def _parse_yaml(text: str, file: str) -> Document:
         raise InputError(f"invalid YAML: {problem}", loc) from None
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", Location(file)) from None
+    except RecursionError:
+        raise InputError(f"nesting deeper than {MAX_DEPTH} levels", Location(file)) from None
 
     def locator(path: PathT, key: bool) -> tuple[int, int] | None:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        try:  # the same (C) loader that parsed it: the pure-Python one disagrees on some tabs
+            node = yaml.compose(text, Loader=_BaseLoader)
+        except yaml.YAMLError:
+            return None
         return _yaml_locate(node, path, key)
 
     return Document(file, text, data, "yaml", locator)
@@ -338,13 +354,37 @@ def _json_duplicate_mark(text: str, key: str) -> tuple[int, int] | None:
     return None
 
 
+def check_structure(doc: Document) -> None:
+    """Refuse aliases (shared nodes: a billion-laughs file), deep nesting and huge strings.
+
+    Walks each distinct node once, so a file of ten nested aliases is refused in microseconds
+    instead of being expanded. JSON cannot share nodes; YAML gives aliases as shared objects.
+    """
+    seen: set[int] = set()
+    stack: list[tuple[PathT, Any]] = [((), doc.data)]
+    while stack:
+        here, value = stack.pop()
+        if isinstance(value, (dict, list)):
+            if id(value) in seen:
+                raise doc.error(here, "YAML aliases (*name) are not allowed in memsolve inputs")
+            seen.add(id(value))
+            if len(here) >= MAX_DEPTH:
+                raise doc.error(here, f"nesting deeper than {MAX_DEPTH} levels")
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            stack.extend((here + (k,), v) for k, v in items)
+        elif isinstance(value, str) and len(value) > MAX_STRING:
+            raise doc.error(here, f"string of {len(value):,} characters, more than the limit of {MAX_STRING:,}")
+
+
 def find_non_finite(data: Any, path: PathT = ()) -> tuple[PathT, float] | None:
-    """Path of the first NaN or infinite number in ``data``, if any."""
+    """Path of the first NaN, infinite or out-of-range number in ``data``, if any."""
     stack: list[tuple[PathT, Any]] = [(path, data)]
     while stack:
         here, value = stack.pop()
         if isinstance(value, float) and not math.isfinite(value):
             return here, value
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INTEGER:
+            return here, float("inf")
         if isinstance(value, dict):
             stack.extend(reversed([(here + (k,), v) for k, v in value.items()]))
         elif isinstance(value, list):

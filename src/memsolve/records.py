@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import schemas
-from ._source import Document, find_non_finite, load_document
+from ._source import MAX_INTEGER, Document, find_non_finite, load_document
 from .errors import InputError, Location
 from .timeutil import TimeValueError, parse_duration, parse_timestamp, time_kind
 
@@ -138,7 +138,7 @@ def _build(doc: Document, sha256: str) -> RecordSet:
         for key in ("original_action_values", "compressed_action_values", "budget", "now"):
             bad = find_non_finite(data.get(key), (key,))
             if bad is not None:
-                raise doc.error(bad[0], f"expected a finite number, got `{bad[1]}`")
+                raise doc.error(bad[0], _not_finite(bad[1]))
     # the file's shape; each record is checked on its own below (so one bad record can be excluded)
     shape = {**data, "records": []} if isinstance(data, dict) and isinstance(data.get("records"), list) else data
     if not (isinstance(shape, list) and all(isinstance(item, dict) for item in shape)):
@@ -161,6 +161,8 @@ def _build(doc: Document, sha256: str) -> RecordSet:
     else:
         items, context, actions = data, RecordsContext(), None
 
+    if len(items) > MAX_RECORDS:
+        raise doc.error(prefix, f"{len(items):,} records, more than the limit of {MAX_RECORDS:,}")
     kind = _time_kind(doc, items, prefix)
     records: list[AnyRecord] = []
     seen: dict[str, int] = {}
@@ -221,7 +223,7 @@ def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...], kind
     if not looks_valid(item):  # the fast path; jsonschema words the error (and is the authority)
         bad = find_non_finite(item, path)
         if bad is not None:
-            raise doc.error(bad[0], f"expected a finite number, got `{bad[1]}`")
+            raise doc.error(bad[0], _not_finite(bad[1]))
         schemas.check(doc, item, "records", "record", prefix=path)
     try:
         timestamp = parse_timestamp(item["timestamp"])
@@ -260,7 +262,11 @@ _STRINGS = ("tenant", "store", "session", "key", "version", "document", "text")
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) or isinstance(value, float) and math.isfinite(value)
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return abs(value) <= MAX_INTEGER
+    return isinstance(value, float) and math.isfinite(value)
 
 
 def looks_valid(item: Any) -> bool:
@@ -312,7 +318,7 @@ def looks_valid(item: Any) -> bool:
 
 
 def _count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_INTEGER
 
 
 def _levels(doc: Document, item: Mapping[str, Any], path: tuple[Any, ...]) -> tuple[Level, ...]:
@@ -344,6 +350,15 @@ def _levels(doc: Document, item: Mapping[str, Any], path: tuple[Any, ...]) -> tu
 def _check_tokens(doc: Document, tokens: int | None, path: tuple[Any, ...]) -> None:
     if tokens is not None and tokens > MAX_TOKENS:
         raise doc.error(path, f"token count {tokens} is larger than the supported {MAX_TOKENS}")
+
+
+MAX_RECORDS = 1_000_000
+
+
+def _not_finite(value: float) -> str:
+    if math.isinf(value):
+        return f"expected a finite number of magnitude at most 2**63, got `{value}`"
+    return f"expected a finite number, got `{value}`"
 
 
 def _float(value: Any) -> float | None:

@@ -10,6 +10,7 @@ import io
 import json
 import os
 import re
+import signal
 import sys
 import tempfile
 import time
@@ -47,17 +48,31 @@ def _fail(error: MemsolveError) -> None:
     sys.exit(code)
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised where the process is so that transactions roll back and temp files go."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise _Terminated()
+
+
 def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn memsolve errors into one stderr line and an exit code."""
+    """Turn memsolve errors into one stderr line and an exit code; SIGINT/SIGTERM exit cleanly."""
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
         try:
             return func(*args, **kwargs)
         except (InputError, SolverError, StateError) as error:
             _fail(error)
         except KeyboardInterrupt:
-            click.echo("error: interrupted", err=True)
+            click.echo("error: interrupted; nothing was written", err=True)
             sys.exit(130)
+        except _Terminated:
+            click.echo("error: terminated; nothing was written", err=True)
+            sys.exit(143)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
 
     wrapper.__name__ = func.__name__
     wrapper.__doc__ = func.__doc__
@@ -147,8 +162,8 @@ def context_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--tenant", help="Tenant whose context is being built."),
         click.option("--session", help="Current session id."),
         click.option("--query", help="Query for relevance scoring."),
-        click.option("--budget", type=click.IntRange(min=0), help="Token budget B."),
-        click.option("--max-records", type=click.IntRange(min=0), help="Most records to select."),
+        click.option("--budget", type=click.IntRange(min=0, max=10**12), help="Token budget B."),
+        click.option("--max-records", type=click.IntRange(min=0, max=10**12), help="Most records to select."),
         click.option("--current-version", multiple=True, metavar="DOC=V",
                      help="Current version of a document (repeatable); a bare V is the default version."),
         click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",

@@ -93,7 +93,7 @@ def _build(doc: Document, sha256: str) -> Policy:
         raise doc.error((), "a policy must be a mapping with apiVersion, kind and metadata")
     bad = find_non_finite(data)
     if bad is not None:
-        raise doc.error(bad[0], f"expected a finite number, got `{bad[1]}`")
+        raise doc.error(bad[0], f"expected a finite number of magnitude at most 2**63, got `{bad[1]}`")
     _check_rule_shapes(doc, data.get("rules"))
     schemas.check(doc, data, "policy")
 
