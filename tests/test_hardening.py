@@ -174,8 +174,8 @@ def test_isolation_invariants_hold_for_every_engine(items, tenant, budget, engin
     )
     recs = memsolve.load_records(items)
     result = memsolve.solve(policy, recs, engine=engine)
-    assert all(f.passed for f in invariants(policy, recs, None, result)), [f for f in invariants(policy, recs, None,
-                                                                                              result) if not f.passed]
+    broken = [f for f in invariants(policy, recs, None, result) if not f.passed]
+    assert broken == []
     _no_superseded(items, result)
 
 
@@ -196,7 +196,8 @@ def _no_superseded(items, result) -> None:
 @given(st.lists(multi_tenant(), min_size=1, max_size=4), st.sampled_from(TENANTS))
 def test_isolation_invariants_hold_through_rounds(tmp_path_factory, batches, tenant) -> None:
     store = StateStore(tmp_path_factory.mktemp("iso") / "s.db")
-    policy = make_policy(f"tenant: {tenant}\nbudget: {{tokens: 12}}\ncontext: {{now: 20}}\npricing: {{c: 5, q0: 0.5}}\n",
+    head = f"tenant: {tenant}\nbudget: {{tokens: 12}}\ncontext: {{now: 20}}\npricing: {{c: 5, q0: 0.5}}\n"
+    policy = make_policy(head,
                          rules="- freshness: {default_ttl: 10}\n- version_authority: {current_version: v1}\n"
                                "- latest_key: {}\n")
     for items in batches:

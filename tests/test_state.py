@@ -280,3 +280,12 @@ def test_simulate_bad_rounds_file(tmp_path: Path, cli) -> None:
     bad = write(tmp_path, "r.jsonl", '[{"id": "a", "timestamp": 0, "tokens": 1, "utility": 1}]\n{"recs": []}\n')
     result = cli("simulate", "--policy", "policies/conversation.yaml", "--rounds-file", bad)
     assert result.exit_code == 2 and f"{bad}:2" in result.stderr
+
+
+def test_a_file_whose_first_round_never_committed_reads_as_empty(tmp_path: Path) -> None:
+    # found by fuzz/state_faults.py: a process killed before its first commit leaves an empty file
+    path = tmp_path / "s.db"
+    path.write_bytes(b"")
+    store = StateStore(path)
+    assert store.keys() == [] and store.export()["agents"] == []
+    assert store.round(policy(), memsolve.load_records([rec("x")]), agent="a").round == 1

@@ -149,14 +149,16 @@ class StateStore:
             except sqlite3.DatabaseError as exc:
                 raise self._error(exc) from None
             try:
-                self._check_schema(conn, create=write)
-                yield conn
+                # a file whose first round never committed (killed, or empty) holds no state yet
+                ready = self._check_schema(conn, create=write)
+                yield conn if ready else None
                 conn.execute("COMMIT" if write else "ROLLBACK")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
 
-    def _check_schema(self, conn: sqlite3.Connection, create: bool) -> None:
+    def _check_schema(self, conn: sqlite3.Connection, create: bool) -> bool:
+        """True when the file holds memsolve's schema (creating it when ``create``)."""
         try:
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -164,13 +166,13 @@ class StateStore:
             raise self._error(exc) from None
         if not tables and app_id == 0:
             if not create:
-                return
+                return False
             for statement in _SCHEMA.strip().split(";"):
                 if statement.strip():
                     conn.execute(statement)
             conn.execute("INSERT INTO memsolve_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
             conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-            return
+            return True
         if app_id != APPLICATION_ID or "memsolve_meta" not in tables:
             raise StateError(f"{self.path}: not a memsolve state file (left untouched)")
         row = conn.execute("SELECT value FROM memsolve_meta WHERE key='schema_version'").fetchone()
@@ -182,6 +184,7 @@ class StateStore:
             )
         if version < 1:
             raise StateError(f"{self.path}: state schema version missing or invalid (left untouched)")
+        return True
 
     def _error(self, exc: sqlite3.Error) -> StateError:
         text = str(exc)
