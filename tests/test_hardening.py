@@ -233,3 +233,11 @@ def test_regression_tab_after_a_key_character(cli, tmp_path: Path) -> None:
     # errors did not, and the error became a traceback
     text = POLICY_TEXT[:251] + "\t" + POLICY_TEXT[251:]
     _assert_clean(cli("--policy", write(tmp_path, "p.yaml", text), "--format", "json", "--budget", "700"))
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "tests/data/fuzz").iterdir()))
+def test_fuzz_found_inputs_are_input_errors(name: str) -> None:
+    # inputs fuzz/fuzz_loaders.py found crashing (null or numeric YAML keys reached difflib)
+    path = ROOT / "tests/data/fuzz" / name
+    with pytest.raises(memsolve.InputError):
+        memsolve.load_policy(path) if name.endswith(".yaml") else memsolve.load_records(path)

@@ -164,8 +164,9 @@ def _check_rule_shapes(doc: Document, rules: Any) -> None:
             )
 
 
-def _not_in(value: str, options: Any, what: str) -> str:
+def _not_in(value: Any, options: Any, what: str) -> str:
     options = list(options)
+    value = str(value)  # YAML keys may be null or numbers
     hint = difflib.get_close_matches(value, options, n=1)
     if not hint:
         hint = difflib.get_close_matches(value.replace("-", "_"), options, n=1)
