@@ -13,7 +13,7 @@ from typing import Any
 from .context import Context, ResolvedContext, resolve_context
 from .errors import InputError, SolverError
 from .policies.model import Policy, RelevanceRule
-from .policies.rules import Ceiling, RecordVerdicts, evaluate, number
+from .policies.rules import Ceiling, RecordVerdicts, Verdict, evaluate, number
 from .records import InvalidRecord, Record, RecordSet
 from .result import (
     Chosen,
@@ -21,7 +21,6 @@ from .result import (
     Excluded,
     Price,
     Result,
-    RuleResult,
     SolverReport,
     TraceEntry,
     compression_check,
@@ -208,10 +207,10 @@ def _result(policy: Policy, records: RecordSet, prep: Prepared, price: Price, ou
             excluded.append(Excluded(item.id, "invalid", reason))
             evidence = {"location": item.error.location.render(), "path": item.error.path}
             trace.append(TraceEntry(item.id, item.position, "excluded",
-                                    (RuleResult("invalid", False, reason, evidence),)))
+                                    (Verdict("invalid", False, reason, evidence),)))
             continue
         v = verdict_of[item.id]
-        rules = tuple(RuleResult(x.rule, x.passed, x.reason, x.evidence) for x in v.verdicts)
+        rules = v.verdicts
         if not v.eligible:
             deciding = v.deciding
             assert deciding is not None

@@ -87,14 +87,15 @@ def resolve_context(policy: Policy, records: RecordSet, context: Context | None)
     def rec(*path: Any) -> Location:
         return records.locate(*path)
 
-    budget = _pick(
-        "budget",
-        [
-            _Given(flag, ctx.budget, None),
-            _Given(file, rc.budget, rec("budget")),
-            _Given("the policy", policy.budget.tokens, policy.locate("budget", "tokens")),
-        ],
-    )
+    def everywhere(name: str, caller: Any, in_file: Any, in_policy: Any, *policy_path: str) -> Any:
+        """The one value caller, records file and policy agree on (None when none gives it)."""
+        return _pick(name, [
+            _Given(flag, caller, None),
+            _Given(file, in_file, rec(name)),
+            _Given("the policy", in_policy, policy.locate(*policy_path)),
+        ])
+
+    budget = everywhere("budget", ctx.budget, rc.budget, policy.budget.tokens, "budget", "tokens")
     if budget is None:
         raise InputError(
             "no token budget: give --budget, `budget` in the records file, or `budget.tokens` in the policy",
@@ -102,38 +103,11 @@ def resolve_context(policy: Policy, records: RecordSet, context: Context | None)
         )
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
         raise InputError(f"budget must be an integer >= 0, got `{budget}`", Location(policy.file))
-    max_records = _pick(
-        "max_records",
-        [
-            _Given(flag, ctx.max_records, None),
-            _Given(file, rc.max_records, rec("max_records")),
-            _Given("the policy", policy.budget.max_records, policy.locate("budget", "max_records")),
-        ],
-    )
-    tenant = _pick(
-        "tenant",
-        [
-            _Given(flag, ctx.tenant, None),
-            _Given(file, rc.tenant, rec("tenant")),
-            _Given("the policy", policy.tenant, policy.locate("tenant")),
-        ],
-    )
-    session = _pick(
-        "session",
-        [
-            _Given(flag, ctx.session, None),
-            _Given(file, rc.session, rec("session")),
-            _Given("the policy", policy.context.session, policy.locate("context", "session")),
-        ],
-    )
-    query = _pick(
-        "query",
-        [
-            _Given(flag, ctx.query, None),
-            _Given(file, rc.query, rec("query")),
-            _Given("the policy", policy.context.query, policy.locate("context", "query")),
-        ],
-    )
+    max_records = everywhere("max_records", ctx.max_records, rc.max_records, policy.budget.max_records,
+                             "budget", "max_records")
+    tenant = everywhere("tenant", ctx.tenant, rc.tenant, policy.tenant, "tenant")
+    session = everywhere("session", ctx.session, rc.session, policy.context.session, "context", "session")
+    query = everywhere("query", ctx.query, rc.query, policy.context.query, "context", "query")
     authority_rules = policy.rules_of(VersionAuthorityRule)
     current_version = _pick(
         "current_version",
@@ -166,14 +140,8 @@ def resolve_context(policy: Policy, records: RecordSet, context: Context | None)
             ],
         )
 
-    now_raw = _pick(
-        "now",
-        [
-            _Given(flag, _normal_time(ctx.now), None),
-            _Given(file, _normal_time(rc.now), rec("now")),
-            _Given("the policy", _normal_time(policy.context.now), policy.locate("context", "now")),
-        ],
-    )
+    now_raw = everywhere("now", _normal_time(ctx.now), _normal_time(rc.now), _normal_time(policy.context.now),
+                         "context", "now")
     kind = records.time_kind
     if now_raw is None:
         if kind == NUMBER:

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .policies.rules import Verdict
+
 SCHEMA = "memsolve/result/v1"
 
 
@@ -32,17 +34,6 @@ def dumps_by_line(data: Mapping[str, Any]) -> str:
             lines.append(f"  {_compact(key)}: {_compact(value)}{comma}")
     lines.append("}")
     return "\n".join(lines) + "\n"
-
-
-@dataclass(frozen=True)
-class RuleResult:
-    rule: str
-    passed: bool
-    reason: str
-    evidence: Mapping[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "passed": self.passed, "reason": self.reason, "evidence": dict(self.evidence)}
 
 
 @dataclass(frozen=True)
@@ -88,7 +79,7 @@ class TraceEntry:
     id: str | None
     position: int
     outcome: str  # selected, dropped or excluded
-    rules: tuple[RuleResult, ...]
+    rules: tuple[Verdict, ...]
     allocation: Mapping[str, Any] | None = None  # level, tokens, utility, value; levels offered
     repairs: tuple[Mapping[str, Any], ...] = ()
     derived_utility: Mapping[str, Any] | None = None

@@ -38,6 +38,9 @@ class Verdict:
     reason: str
     evidence: Mapping[str, Any]
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "passed": self.passed, "reason": self.reason, "evidence": dict(self.evidence)}
+
 
 @dataclass(frozen=True)
 class RecordVerdicts:
