@@ -241,3 +241,12 @@ def test_fuzz_found_inputs_are_input_errors(name: str) -> None:
     path = ROOT / "tests/data/fuzz" / name
     with pytest.raises(memsolve.InputError):
         memsolve.load_policy(path) if name.endswith(".yaml") else memsolve.load_records(path)
+
+
+def test_control_characters_in_yaml_are_one_line_errors(tmp_path: Path, cli) -> None:
+    # found by atheris: libyaml's reader error spans two lines
+    path = tmp_path / "p.yaml"
+    path.write_bytes(HEAD.encode() + b"\n\x00\x00\x00\x00\x00")
+    result = cli("validate", path)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert result.stderr == f"error: {path}:5:1: invalid YAML: character '\\x00' is not allowed\n"

@@ -182,6 +182,11 @@ def _parse_yaml(text: str, file: str) -> Document:
         problem = exc.problem or exc.context or "invalid YAML"
         loc = Location(file, mark.line + 1, mark.column + 1) if mark else Location(file)
         raise InputError(f"invalid YAML: {problem}", loc) from None
+    except yaml.reader.ReaderError as exc:
+        line, column = _line_col(text, min(exc.position, len(text)))
+        where = Location(file, line, column)
+        char = chr(exc.character) if isinstance(exc.character, int) else exc.character  # libyaml gives a code
+        raise InputError(f"invalid YAML: character {char!r} is not allowed", where) from None
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {exc}", Location(file)) from None
     except RecursionError:

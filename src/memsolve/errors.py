@@ -43,7 +43,8 @@ class InputError(MemsolveError):
     """
 
     def __init__(self, message: str, location: Location | None = None) -> None:
-        self.message = message
+        # one line always: messages quoted from parsers may span several
+        self.message = " ".join(message.split())
         self.location = location or Location()
         super().__init__(self.render())
 
