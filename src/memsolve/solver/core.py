@@ -17,8 +17,8 @@ import numpy as np
 from .cpsat import solve_cpsat
 from .dp import MAX_CELLS
 from .dp import solve_dp as dense_dp
-from .instance import OPTIMAL, SKIPPED, Instance, Scaled, Solution, make_solution
-from .reduce import Reduction, _value, closest_rows, fix, relax
+from .instance import OPTIMAL, SKIPPED, Instance, Scaled, Solution, make_solution, scaled_value
+from .reduce import Reduction, closest_rows, fix, relax
 
 # The sparse DP declines a core (CP-SAT takes it, under its time limit) past these sizes.
 MAX_STATES = 1_000_000  # Pareto states after one row
@@ -132,7 +132,7 @@ def reduce_instance(
             trial = replace(red, core=guess, fixed_choice=_outside(red.incumbent, guess),
                             keep=_keep_guess(red.keep, guess, red.incumbent, instance.k))
             choice = _solve_core(instance, scaled, trial)
-            if choice is not None and _value(scaled, choice) > red.incumbent_value:
+            if choice is not None and scaled_value(scaled, choice) > red.incumbent_value:
                 red = fix(lp, scaled, choice)
     return red
 

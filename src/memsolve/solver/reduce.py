@@ -6,8 +6,8 @@ Every step keeps every optimal allocation, so the tie rule can still be applied 
 1. **Dominance.** Level a is dominated when another level b of the row has s_b ≤ s_a and
    v_b ≥ v_a (and is strictly better in one, or is the same point at a higher fidelity).
    Swapping a for b never loses value nor adds tokens, so a appears in no tie-rule optimum.
-   (Used implicitly: a dominated level is never on the hull below and always fails the
-   bound test of step 4 against its dominator's tie-breaking, or is rejected by the core DP.)
+   No separate pass is needed: a dominated level is never a hull vertex (step 2), and the core
+   DP's Pareto sets and tie-rule reconstruction never choose it.
 2. **LP dominance.** The LP relaxation only ever uses levels on the upper convex hull of the
    row's (s, v) points with a supporting multiplier λ ≥ 0. Level j is such a hull vertex iff
    min over lighter levels a of slope(a, j) > max(0, max over heavier b of slope(j, b)).
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .instance import Instance, Scaled
+from .instance import Instance, Scaled, scaled_value
 
 _INF = np.inf
 
@@ -53,11 +53,6 @@ class Reduction:
     fixed_choice: np.ndarray  # int64 (n,): the level of every fixed row (-1 delete); core rows -1
     hull_levels: int  # levels on the LP hull (all rows)
     lp_dominated: int  # usable levels off the hull
-
-    @property
-    def fixed(self) -> np.ndarray:
-        keep_count = self.keep.sum(axis=1)
-        return keep_count == 1
 
 
 def _columns(instance: Instance, scaled: Scaled) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -210,7 +205,7 @@ def fix(relaxation: Relaxation, scaled: Scaled, incumbent: np.ndarray) -> Reduct
     lp = relaxation
     k = lp.reduced.shape[0] - 1
     n = lp.reduced.shape[1]
-    value = _value(scaled, incumbent)
+    value = scaled_value(scaled, incumbent)
     tolerance = 1e-9 * (abs(lp.upper_bound) + float(np.abs(lp.row_best).sum())) + 1.0
     keep = lp.usable & (lp.upper_bound + (lp.reduced - lp.row_best) >= value - tolerance)
     keep[np.where(incumbent >= 0, incumbent, k), np.arange(n)] = True  # never lose the incumbent to rounding
@@ -239,8 +234,3 @@ def closest_rows(relaxation: Relaxation, count: int) -> np.ndarray:
     second = np.partition(reduced, -2, axis=0)[-2]
     gap = relaxation.row_best - second
     return np.sort(np.argpartition(gap, count)[:count])
-
-
-def _value(scaled: Scaled, choice: np.ndarray) -> int:
-    rows = np.flatnonzero(choice >= 0)
-    return int(scaled.values[rows, choice[rows]].sum())
