@@ -99,6 +99,7 @@ def run_atheris() -> None:
         base, suffix, kind = seeds[fdp.ConsumeIntInRange(0, len(seeds) - 1)]
         target(mutate(random.Random(fdp.ConsumeInt(4)), base) + fdp.ConsumeBytes(8), suffix, kind, folder)
 
+    atheris.instrument_all()  # coverage guidance over memsolve, yaml, json and jsonschema
     atheris.Setup(sys.argv, one)
     atheris.Fuzz()
 
