@@ -289,3 +289,15 @@ def test_a_file_whose_first_round_never_committed_reads_as_empty(tmp_path: Path)
     store = StateStore(path)
     assert store.keys() == [] and store.export()["agents"] == []
     assert store.round(policy(), memsolve.load_records([rec("x")]), agent="a").round == 1
+
+
+def test_stateful_results_match_the_result_schema(tmp_path: Path) -> None:
+    from memsolve.schemas import validator
+
+    store = StateStore(tmp_path / "s.db")
+    policy_ = memsolve.load_policy(ROOT / "policies/team-a.yaml")
+    records = memsolve.load_records(ROOT / "examples/shared.jsonl")
+    for refresh in (False, False, True):
+        data = json.loads(store.round(policy_, records, agent="a", refresh=refresh).to_json())
+        assert list(validator("result").iter_errors(data)) == []
+        assert data["state"]["refresh"] is refresh
