@@ -105,6 +105,7 @@ def pareto_dp(sub: Instance, scaled: Scaled, delete_ok: np.ndarray, multiplier: 
     return choice
 
 
+UNFIXABLE_CORE = 500  # rows
 GUESS_ROWS = (6, 24)  # rows searched, in turn, to find a strong incumbent
 
 
@@ -158,7 +159,10 @@ def _solve_core(instance: Instance, scaled: Scaled, red: Reduction) -> np.ndarra
         return choice
     sub, sub_scaled = sub_instance(instance, scaled, red)
     core_choice = None
-    if sub.max_records is None or sub.max_records >= sub.n:
+    # when bound fixing could not shrink a large instance (Pisinger's correlated classes), the
+    # Pareto sets explode; CP-SAT is measured faster there, so the DP does not try
+    unfixable = red.core.size > UNFIXABLE_CORE and 2 * red.core.size > instance.n
+    if not unfixable and (sub.max_records is None or sub.max_records >= sub.n):
         sub = replace(sub, max_records=None)
         start = red.incumbent[red.core]
         rows = np.flatnonzero(start >= 0)
