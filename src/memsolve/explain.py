@@ -111,8 +111,8 @@ def _budget_thresholds(inst: Instance, row: int, names: tuple[str, ...]) -> tupl
         if table.frontier[b] > table.frontier[fewest]:
             fewest = b
         level = int(dp.reconstruct(wide, table, fewest)[row])
-        if level >= 0 and found.get(names[level], 0) is None:
-            found[names[level]] = b
+        if level >= 0 and names[level] in found and found[names[level]] is None:
+            found[names[level]] = b  # the first budget that gives the record this level
     notes.append(f"at this round's price of {inst.price:.6g} per token")
     return found, notes
 
