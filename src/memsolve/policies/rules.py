@@ -14,6 +14,7 @@ from typing import Any
 from ..context import ResolvedContext
 from ..errors import InputError
 from ..records import Record
+from ..relevance import relevance_check
 from ..timeutil import RFC3339, TimeValueError, format_time, parse_duration
 from .model import (
     Duration,
@@ -150,8 +151,6 @@ def _check_for(ev: _Evaluator, rule: Rule, records: Sequence[Record]) -> Callabl
     if isinstance(rule, LatestKeyRule):
         return _latest_key(rule, records)
     if isinstance(rule, RelevanceRule):
-        from ..relevance import relevance_check
-
         return relevance_check(ev, rule, records)
     raise AssertionError(type(rule))
 
