@@ -111,6 +111,20 @@ def test_sarif_has_the_required_structure(cli) -> None:
         assert region["startLine"] >= 1
 
 
+@pytest.mark.parametrize("args", [
+    ("check", "policies/team-a.yaml", "policies/team-a-next.yaml"),
+    ("audit", "--policy", "policies/team-a.yaml", "--baseline", "audits/team-a.json"),
+    ("test", "policies/tests/"),
+])
+def test_sarif_validates_against_the_sarif_2_1_0_object_model(cli, tmp_path: Path, args) -> None:
+    from sarif_pydantic import Sarif  # pydantic models of the SARIF 2.1.0 schema
+
+    out = tmp_path / "out.sarif"
+    cli(*args, "--format", "sarif", "--out", out)
+    log = Sarif.model_validate(json.loads(out.read_text()))
+    assert log.version == "2.1.0" and log.runs[0].tool.driver.name == "memsolve"
+
+
 def test_github_annotations(cli) -> None:
     out = cli("check", "policies/team-a.yaml", "--format", "github").stdout
     assert out == ("::warning file=policies/team-a.yaml,line=21,title=MS001::policies/team-a.yaml: sessions: "
