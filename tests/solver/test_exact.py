@@ -224,3 +224,16 @@ def test_dp_declines_too_large_and_cp_sat_takes_over(monkeypatch: pytest.MonkeyP
 def test_greedy_never_beats_exact(inst) -> None:
     scaled = scale(inst)
     assert solve_greedy(inst, scaled).scaled_objective <= solve_dp(inst, scaled).scaled_objective
+
+
+def test_cp_sat_out_of_time_returns_a_feasible_fallback() -> None:
+    rng = np.random.default_rng(5)
+    tokens = rng.integers(1, 100, size=(300, 4))
+    inst = make_instance(tokens, tokens + 10.0, int(tokens[:, 0].sum() // 3), max_records=40)
+    fallback = solve_greedy(inst).choice
+    result = solve_cpsat(inst, time_limit_s=0.001, fallback=fallback)
+    assert result.status in ("time_limit", "optimal")
+    rows = np.flatnonzero(result.choice >= 0)
+    assert int(inst.tokens[rows, result.choice[rows]].sum()) <= inst.budget and len(rows) <= 40
+    if result.status == "time_limit":
+        assert result.bound is None or result.bound >= result.objective - 1e-6
