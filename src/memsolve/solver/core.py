@@ -18,7 +18,7 @@ from .cpsat import solve_cpsat
 from .dp import MAX_CELLS
 from .dp import solve_dp as dense_dp
 from .instance import OPTIMAL, SKIPPED, Instance, Scaled, Solution, make_solution, scaled_value
-from .reduce import Reduction, closest_rows, fix, relax
+from .reduce import Reduction, Relaxation, closest_rows, fix, relax
 
 # The sparse DP declines a core (CP-SAT takes it, under its time limit) past these sizes.
 MAX_STATES = 1_000_000  # Pareto states after one row
@@ -121,21 +121,48 @@ def reduce_instance(
     lp = relax(instance, scaled)
     incumbent = lp.floor
     limit = instance.max_records
-    if limit is not None and int((incumbent >= 0).sum()) > limit and greedy_choice is not None:
-        incumbent = greedy_choice  # the LP floor breaks the count limit
+    if limit is not None and int((incumbent >= 0).sum()) > limit:
+        # the LP floor breaks the count limit: keep its `limit` most valuable records
+        rows = np.flatnonzero(incumbent >= 0)
+        gain = lp.reduced[incumbent[rows], rows]
+        cut = incumbent.copy()
+        cut[rows[np.argsort(-gain, kind="stable")[limit:]]] = -1
+        incumbent = cut
+        if greedy_choice is not None and scaled_value(scaled, greedy_choice) > scaled_value(scaled, incumbent):
+            incumbent = greedy_choice
+        lagrangian = _lagrangian_allocation(instance, lp)
+        if scaled_value(scaled, lagrangian) > scaled_value(scaled, incumbent):
+            incumbent = lagrangian
     red = fix(lp, scaled, incumbent)
-    if limit is None:
-        # small guesses first: each better incumbent makes the next, larger search prune harder
-        for rows in GUESS_ROWS:
-            if red.core.size <= rows:
-                break
-            guess = closest_rows(lp, rows)
-            trial = replace(red, core=guess, fixed_choice=_outside(red.incumbent, guess),
-                            keep=_keep_guess(red.keep, guess, red.incumbent, instance.k))
-            choice = _solve_core(instance, scaled, trial)
-            if choice is not None and scaled_value(scaled, choice) > red.incumbent_value:
-                red = fix(lp, scaled, choice)
+    # small guesses first: each better incumbent makes the next, larger search prune harder
+    for rows in GUESS_ROWS:
+        if red.core.size <= rows:
+            break
+        guess = closest_rows(lp, rows)
+        trial = replace(red, core=guess, fixed_choice=_outside(red.incumbent, guess),
+                        keep=_keep_guess(red.keep, guess, red.incumbent, instance.k))
+        choice = _solve_core(instance, scaled, trial)
+        if choice is not None and scaled_value(scaled, choice) > red.incumbent_value:
+            red = fix(lp, scaled, choice)
     return red
+
+
+def _lagrangian_allocation(instance: Instance, lp: Relaxation) -> np.ndarray:
+    """Each row's best level at (λ, μ) — at most M rows gain — cut back to the budget by
+    dropping the least valuable records per token."""
+    k = instance.k
+    best = np.argmax(lp.reduced, axis=0)
+    choice = np.where((best == k) | (lp.row_best <= 0), -1, best)
+    rows = np.flatnonzero(choice >= 0)
+    tokens = instance.tokens[rows, choice[rows]]
+    if int(tokens.sum()) > instance.budget:
+        density = lp.row_best[rows] / np.maximum(tokens, 1)
+        order = np.argsort(density, kind="stable")  # least valuable per token first
+        excess = int(tokens.sum()) - instance.budget
+        dropped = np.cumsum(tokens[order])
+        cut = order[: int(np.searchsorted(dropped, excess)) + 1]
+        choice[rows[cut]] = -1
+    return choice
 
 
 def _outside(incumbent: np.ndarray, guess: np.ndarray) -> np.ndarray:

@@ -24,9 +24,10 @@ Every step keeps every optimal allocation, so the tie rule can still be applied 
    can be in no allocation worth L or more, hence in no optimum: it is removed. A row left with
    a single level is fixed; the rest is the core, solved exactly on the remaining capacity.
 
-A count limit (``max_records``) is not relaxed in the bound (U(λ) ignores it, so it stays a
-valid upper bound); the incumbent must respect it, so it falls back to the greedy allocation
-when the LP floor has too many records.
+A count limit M (``max_records``) enters the bound with its own multiplier μ (see
+:func:`_count_multiplier`): U(λ, μ) = λB + μM + Σ_i max_j (v_ij − λ s_ij − μ·[j kept]). The
+incumbent must respect the limit, so it is the better of the greedy allocation and the LP
+floor cut to its M most valuable records.
 """
 
 from __future__ import annotations
@@ -186,11 +187,16 @@ def relax(instance: Instance, scaled: Scaled) -> Relaxation:
         floor_level[take] = j
         floor_size[take] = sizes[j][take]
 
+    if instance.max_records is not None:
+        lam = _best_count_lambda(values, sizes, budget, instance.max_records, lam)
     reduced = values - lam * sizes
+    mu = _count_multiplier(reduced, instance.max_records)
+    reduced[:k] -= mu  # every kept record pays μ for its place under the count limit
     row_best = reduced.max(axis=0)
+    count = 0 if instance.max_records is None else instance.max_records
     return Relaxation(
         multiplier=lam,
-        upper_bound=lam * budget + float(row_best.sum()),
+        upper_bound=lam * budget + mu * count + float(row_best.sum()),
         reduced=reduced,
         row_best=row_best,
         floor=np.where(floor_level == k, -1, floor_level),
@@ -198,6 +204,54 @@ def relax(instance: Instance, scaled: Scaled) -> Relaxation:
         hull_levels=int(on_hull[:k].sum()),
         lp_dominated=int((usable[:k] & ~on_hull[:k]).sum()),
     )
+
+
+def _dual(values: np.ndarray, sizes: np.ndarray, budget: float, limit: int, lam: float) -> float:
+    reduced = values - lam * sizes
+    mu = _count_multiplier(reduced, limit)
+    reduced[:-1] -= mu
+    return lam * budget + mu * limit + float(reduced.max(axis=0).sum())
+
+
+def _best_count_lambda(values: np.ndarray, sizes: np.ndarray, budget: float, limit: int, top: float) -> float:
+    """The λ in [0, λ_capacity] that minimizes U(λ, μ(λ)) when a count limit applies.
+
+    The dual function is convex in λ once μ is chosen optimally, so a golden-section search
+    finds its minimum; when the count limit binds and the budget does not, that is λ = 0.
+    """
+    if top <= 0:
+        return 0.0
+    lo, hi = 0.0, top
+    ratio = (5**0.5 - 1) / 2
+    a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
+    fa, fb = _dual(values, sizes, budget, limit, a), _dual(values, sizes, budget, limit, b)
+    for _ in range(40):
+        if fa <= fb:
+            hi, b, fb = b, a, fa
+            a = hi - ratio * (hi - lo)
+            fa = _dual(values, sizes, budget, limit, a)
+        else:
+            lo, a, fa = a, b, fb
+            b = lo + ratio * (hi - lo)
+            fb = _dual(values, sizes, budget, limit, b)
+    candidates = [(lo + hi) / 2, 0.0, top]
+    return min(candidates, key=lambda x: _dual(values, sizes, budget, limit, x))
+
+
+def _count_multiplier(reduced: np.ndarray, limit: int | None) -> float:
+    """μ for the count limit M: the (M+1)-th largest best value a record can add at λ*.
+
+    With it at most M records still gain from being kept, and U(λ, μ) = λB + μM + Σ_i max(0,
+    max_j (v_ij − λ s_ij − μ)) is a valid bound (a Lagrangian relaxation of both constraints)
+    that is much tighter than ignoring the limit when the limit binds.
+    """
+    if limit is None:
+        return 0.0
+    gains = reduced[:-1].max(axis=0)  # best non-delete level of each row
+    gains = gains[gains > 0]
+    if gains.size <= limit:
+        return 0.0
+    return float(np.partition(gains, gains.size - limit - 1)[gains.size - limit - 1])
 
 
 def fix(relaxation: Relaxation, scaled: Scaled, incumbent: np.ndarray) -> Reduction:
