@@ -70,9 +70,11 @@ def _pick(name: str, given: list[_Given]) -> Any:
     for other in present[1:]:
         if other.value != first.value:
             where = other.where or first.where or Location()
+            hint = "give it in one place or make them agree"
+            if other.source == "the policy":
+                hint += " (`--set` edits the policy for one run)"
             raise InputError(
-                f"conflicting {name}: {first.source} says `{first.value}`, "
-                f"{other.source} says `{other.value}`; give it in one place or make them agree",
+                f"conflicting {name}: {first.source} says `{first.value}`, {other.source} says `{other.value}`; {hint}",
                 where,
             )
     return first.value
