@@ -192,3 +192,10 @@ def test_fast_check_accepts_only_what_the_schema_accepts(item) -> None:
     if looks_valid(item):
         assert validator("records", "record").is_valid(item)
         assert find_non_finite(item) is None
+
+
+def test_jsonl_value_split_across_lines_is_an_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "r.jsonl", '{"id": "a", "timestamp": 0, "tokens": [1\n2], "utility": 1}\n')
+    with pytest.raises(memsolve.InputError) as info:
+        memsolve.load_records(path)
+    assert info.value.line == 1

@@ -263,14 +263,9 @@ def _parse_json(text: str, file: str, line_offset: int = 0) -> Document:
 
 
 def _parse_jsonl(text: str, file: str) -> Document:
-    records: list[Any] = []
-    line_of: list[tuple[int, str]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        doc = _parse_json(line, file, line_offset=number - 1)
-        records.append(doc.data)
-        line_of.append((number, line))
+    # line by line: joining lines into one array would accept a value split across two lines
+    line_of = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    records = [_parse_json(line, file, line_offset=number - 1).data for number, line in line_of]
 
     def locator(path: PathT, key: bool) -> tuple[int, int] | None:
         if not path:

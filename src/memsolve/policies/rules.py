@@ -40,7 +40,7 @@ class Verdict:
     evidence: Mapping[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "passed": self.passed, "reason": self.reason, "evidence": dict(self.evidence)}
+        return {"rule": self.rule, "passed": self.passed, "reason": self.reason, "evidence": self.evidence}
 
 
 @dataclass(frozen=True)
@@ -62,9 +62,9 @@ class RecordVerdicts:
 
 def number(value: float) -> float | int:
     """Integral floats as ints, so evidence reads `age: 1` rather than `age: 1.0`."""
-    if isinstance(value, int):
+    if type(value) is int:
         return value
-    return int(value) if value.is_integer() and abs(value) < 2**53 else value
+    return int(value) if value.is_integer() and -(2**53) < value < 2**53 else value
 
 
 class _Evaluator:
