@@ -553,9 +553,10 @@ def check(policies, records_path, fmt, out, force) -> None:
             records = load_records(source)
         findings += check_policy(path, records)
     errors = failed(findings)
-    warnings = [f for f in findings if not f.passed and f.level != "error"]
-    summary = f"check: {len(policies)} polic{'y' if len(policies) == 1 else 'ies'}, {len(errors)} error(s), " \
-              f"{len(warnings)} warning(s)"
+    warnings = [f for f in findings if not f.passed and f.level == "warning"]
+    notes = [f for f in findings if not f.passed and f.level == "note"]
+    summary = (f"check: {len(policies)} polic{'y' if len(policies) == 1 else 'ies'}, {len(errors)} error(s), "
+               f"{len(warnings)} warning(s), {len(notes)} note(s)")
     _emit_findings(findings, fmt, summary, out, force)
     sys.exit(EXIT_FAILED if errors else EXIT_OK)
 
