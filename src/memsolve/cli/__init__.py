@@ -536,7 +536,7 @@ def diff(old_policy, new_policy, records_path, fmt) -> None:
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @guarded
 def check(policies, records_path, fmt, out, force) -> None:
-    """Schema validation plus semantic lints with stable codes (MS000-MS007); exit 1 on errors."""
+    """Schema validation plus semantic lints with stable codes (MS000-MS008); exit 1 on errors."""
     from ..findings import failed
     from ..lint import check_policy
 
