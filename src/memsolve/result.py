@@ -16,8 +16,11 @@ from .policies.rules import Verdict
 SCHEMA = "memsolve/result/v1"
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
+
+
 def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
+    return _ENCODER.encode(value)
 
 
 def dumps_by_line(data: Mapping[str, Any]) -> str:
