@@ -28,6 +28,7 @@ from .result import (
 from .solver import dp, engines
 from .solver.compile import Compiled, compile_records
 from .solver.instance import Solution
+from .solver.reduce import Reduction
 from .tokens import counter
 
 
@@ -161,7 +162,19 @@ def solve(
     Raises InputError for bad input (or an invalid record under ``on_invalid_record: error``)
     and SolverError when the exact engines disagree.
     """
-    prep = prepare(policy, records, context, round_price, ceilings)
+    return finish(policy, records, prepare(policy, records, context, round_price, ceilings), engine=engine,
+                  extra=extra)
+
+
+def finish(
+    policy: Policy,
+    records: RecordSet,
+    prep: Prepared,
+    *,
+    engine: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> Result:
+    """Solve a prepared instance and build the Result (the second half of :func:`solve`)."""
     outcome = engines.run(
         prep.compiled.instance,
         engine or policy.solver.engine,
@@ -271,7 +284,7 @@ def _result(policy: Policy, records: RecordSet, prep: Prepared, price: Price, ou
     )
 
 
-def _allocation(compiled: Compiled, solution: Solution, row: int, reduction: Any) -> dict[str, Any]:
+def _allocation(compiled: Compiled, solution: Solution, row: int, reduction: Reduction | None) -> dict[str, Any]:
     inst = compiled.instance
     level = int(solution.choice[row])
     tokens, utility, mask = inst.tokens[row].tolist(), inst.utility[row].tolist(), inst.mask[row].tolist()

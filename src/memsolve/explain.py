@@ -55,7 +55,8 @@ class Explanation:
 
 def explain(policy: Policy, records: RecordSet, record_id: str, context: Context | None = None) -> Explanation:
     """Why ``record_id`` got its outcome, and the thresholds that would change it."""
-    result = api.solve(policy, records, context)
+    prep = api.prepare(policy, records, context)
+    result = api.finish(policy, records, prep)
     entry = result.entry(record_id)
     if entry is None:
         known = ", ".join(t.id or "?" for t in result.trace[:8])
@@ -66,7 +67,6 @@ def explain(policy: Policy, records: RecordSet, record_id: str, context: Context
         return Explanation(record_id, entry.outcome, None, entry, notes=[
             f"excluded by `{rule.rule}`: {rule.reason}; the allocation never saw it, so no budget or "
             "utility changes it: only the rule's inputs (see evidence) can"])
-    prep = api.prepare(policy, records, context)
     inst = prep.compiled.instance
     row = next(i for i, r in enumerate(prep.compiled.records) if r.id == record_id)
     names = prep.compiled.levels

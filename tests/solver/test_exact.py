@@ -208,10 +208,10 @@ def test_disagreement_is_a_solver_error(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_dp_declines_too_large_and_cp_sat_takes_over(monkeypatch: pytest.MonkeyPatch) -> None:
-    from memsolve.solver import core
+    from memsolve.solver import core, dp
 
     monkeypatch.setattr(core, "MAX_STATES", 0)
-    monkeypatch.setattr(core, "MAX_CELLS", 0)
+    monkeypatch.setattr(dp, "MAX_CELLS", 0)
     inst = make_instance([[10], [6], [4]], [[10.0], [7.0], [6.0]], 10)
     outcome = run(inst, "dp", "none")
     assert outcome.reduction is not None and outcome.reduction.core.size > 0

@@ -15,7 +15,6 @@ from dataclasses import replace
 import numpy as np
 
 from .cpsat import solve_cpsat
-from .dp import MAX_CELLS
 from .dp import solve_dp as dense_dp
 from .instance import OPTIMAL, SKIPPED, Instance, Scaled, Solution, make_solution, scaled_value
 from .reduce import Reduction, Relaxation, closest_rows, fix, relax
@@ -226,10 +225,7 @@ def _dense_core(sub: Instance, scaled: Scaled) -> np.ndarray | None:
     The dense DP always offers delete, also where the bound removed it: a superset of choices
     whose extra members are in no optimum, so the tie-rule optimum is unchanged.
     """
-    cells = sub.n * (sub.budget + 1) * ((sub.max_records or 0) + 1)
-    if cells > MAX_CELLS:
-        return None
-    solution = dense_dp(sub, scaled)
+    solution = dense_dp(sub, scaled)  # status `skipped` past its own table-size limit
     return solution.choice if solution.status == OPTIMAL else None
 
 
