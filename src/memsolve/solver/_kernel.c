@@ -1,0 +1,673 @@
+/* The compiled exact multiple-choice knapsack kernel (no count limit), with the tie rule.
+ *
+ * The same mathematics as reduce.py and core.py, in exact integer arithmetic:
+ *
+ *   1. Each row's upper convex hull over (tokens, value) with delete at (0, 0).
+ *   2. The LP split: the hull increment where increments taken in decreasing efficiency
+ *      first overflow the capacity, found by weighted quickselect (expected linear time).
+ *      Its efficiency is the multiplier lambda = p / q, kept as a fraction, so every bound
+ *      below is an exact integer comparison (__int128), never a float with a tolerance.
+ *      The LP floor (every row at its heaviest hull vertex whose increments are strictly
+ *      more efficient than lambda) is feasible and is each row's best level at lambda.
+ *   3. Phase 1, the optimum (V*, W*): value first, then fewest tokens. Rows are added in
+ *      order of their gap (how much value at lambda a row loses by leaving its floor level),
+ *      as in Pisinger's expanding core; states are Pareto sets of (tokens, value) changes
+ *      from the floor; a state is dropped when its Lagrangian bound
+ *          U + q*dv - p*dw  (scaled by q; U = p*c + sum of each row's best at lambda)
+ *      cannot reach the incumbent's value, or can only tie it with at least its tokens
+ *      (a completion worth exactly V uses at least c - (bound - V) / lambda tokens).
+ *      The search ends when no state is left or no remaining row can change.
+ *   4. Phase 2, the tie rule among allocations worth (V*, W*): levels that cannot be in
+ *      such an allocation are removed by the same two tests (this is the reduction handed
+ *      to CP-SAT and to explain); the rows left with several levels ("free") are solved by
+ *      a Pareto DP over suffixes in input order, and the allocation is rebuilt first to
+ *      last, each row at the highest fidelity that still completes (V*, W*). If that DP
+ *      would exceed its state limit (millions of tied optima, as in subset-sum), the phase 1
+ *      optimum is returned and the result says the third tie rule was not applied.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef KERNEL_TIMING
+#include <stdio.h>
+#include <time.h>
+static double now_ms(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
+#define MARK(label) fprintf(stderr, "%-10s %8.3f ms\n", label, now_ms() - t0)
+#else
+#define MARK(label)
+#endif
+
+typedef __int128 i128;
+
+#define PHASE1_LIMIT 40000000  /* states generated before the search gives up */
+#define PHASE2_LIMIT 2000000   /* states generated before the tie-rule DP gives up */
+
+typedef struct { int64_t w, v; int32_t parent; int32_t option; } State;
+typedef struct { int64_t w, v; } Pair;
+typedef struct { int64_t ds, dv; } Increment;
+typedef struct { double gap; int64_t row; } Candidate;
+
+typedef struct { void *a; size_t len, cap, size; } Vec;
+
+static int vec_reserve(Vec *vec, size_t more) {
+    if (vec->len + more <= vec->cap) return 0;
+    size_t cap = vec->cap ? vec->cap : 1024;
+    while (cap < vec->len + more) cap *= 2;
+    void *a = realloc(vec->a, cap * vec->size);
+    if (!a) return -1;
+    vec->a = a;
+    vec->cap = cap;
+    return 0;
+}
+
+/* a is more efficient than b: +1; equal: 0; less: -1 (exact: ds > 0) */
+static int compare_efficiency(const Increment *a, const Increment *b) {
+    i128 l = (i128)a->dv * b->ds, r = (i128)b->dv * a->ds;
+    return (l > r) - (l < r);
+}
+
+static uint64_t next_random(uint64_t *s) {
+    *s ^= *s << 13; *s ^= *s >> 7; *s ^= *s << 17;
+    return *s;
+}
+
+/* The increment at which taking increments in decreasing efficiency first exceeds cap.
+   Returns 0 when everything fits (lambda = 0). */
+static int split_increment(Increment *inc, size_t m, int64_t cap, Increment *split) {
+    size_t lo = 0, hi = m;
+    int64_t taken = 0;
+    uint64_t seed = 0x9E3779B97F4A7C15ULL;  /* fixed: the same work on every run */
+    while (hi > lo) {
+        Increment pivot = inc[lo + next_random(&seed) % (hi - lo)];
+        size_t i = lo, gt = lo, lt = hi;
+        int64_t w_gt = 0, w_eq = 0;
+        while (i < lt) {
+            int c = compare_efficiency(&inc[i], &pivot);
+            if (c > 0) {
+                Increment t = inc[gt]; inc[gt] = inc[i]; inc[i] = t;
+                w_gt += inc[gt].ds;
+                gt++; i++;
+            } else if (c < 0) {
+                lt--;
+                Increment t = inc[lt]; inc[lt] = inc[i]; inc[i] = t;
+            } else {
+                w_eq += inc[i].ds;
+                i++;
+            }
+        }
+        if (taken + w_gt > cap) { hi = gt; continue; }
+        if (taken + w_gt + w_eq > cap) { *split = pivot; return 1; }
+        taken += w_gt + w_eq;
+        lo = lt;
+    }
+    return 0;
+}
+
+static int compare_candidates(const void *a, const void *b) {
+    const Candidate *x = a, *y = b;
+    if (x->gap != y->gap) return x->gap < y->gap ? -1 : 1;
+    return (x->row > y->row) - (x->row < y->row);
+}
+
+static void swap_candidates(Candidate *a, Candidate *b) { Candidate t = *a; *a = *b; *b = t; }
+
+/* Rearranges a[0..len) so that a[0..m) are its m smallest (quickselect, expected linear). */
+static void select_smallest(Candidate *a, size_t len, size_t m) {
+    size_t lo = 0, hi = len;
+    uint64_t seed = 0x2545F4914F6CDD1DULL;
+    while (hi - lo > 1) {
+        Candidate pivot = a[lo + next_random(&seed) % (hi - lo)];
+        size_t i = lo, lt = lo, gt = hi;
+        while (i < gt) {
+            int c = compare_candidates(&a[i], &pivot);
+            if (c < 0) swap_candidates(&a[lt++], &a[i++]);
+            else if (c > 0) swap_candidates(&a[i], &a[--gt]);
+            else i++;
+        }
+        if (m <= lt) hi = lt;
+        else if (m <= gt) return;
+        else lo = gt;
+    }
+}
+
+/* Drops candidates whose gap exceeds `limit` (they can no longer change), then sorts the next
+   chunk of the rest, smallest gaps first; returns the end of the sorted prefix. */
+static size_t extend_sorted(Candidate *cand, size_t sorted, size_t *n_cand, const i128 *gap, i128 limit) {
+    size_t end = sorted;
+    for (size_t c = sorted; c < *n_cand; c++)
+        if (gap[cand[c].row] <= limit) cand[end++] = cand[c];
+    *n_cand = end;
+    size_t remaining = end - sorted, chunk = sorted < 64 ? 64 : sorted;
+    if (remaining > chunk) select_smallest(cand + sorted, remaining, chunk);
+    else chunk = remaining;
+    qsort(cand + sorted, chunk, sizeof(Candidate), compare_candidates);
+    return sorted + chunk;
+}
+
+typedef struct {
+    Py_ssize_t n, k;
+    const int64_t *tokens, *values;
+    const uint8_t *usable;
+    int64_t capacity;
+    int64_t p, q;     /* lambda = p / q */
+    i128 upper;       /* U * q */
+} Problem;
+
+/* option o of row i: a level 0..k-1, or k = delete */
+static inline int option_ok(const Problem *P, Py_ssize_t i, Py_ssize_t o) {
+    return o == P->k || P->usable[i * P->k + o];
+}
+static inline int64_t option_w(const Problem *P, Py_ssize_t i, Py_ssize_t o) {
+    return o == P->k ? 0 : P->tokens[i * P->k + o];
+}
+static inline int64_t option_v(const Problem *P, Py_ssize_t i, Py_ssize_t o) {
+    return o == P->k ? 0 : P->values[i * P->k + o];
+}
+static inline i128 reduced(const Problem *P, int64_t w, int64_t v) {
+    return (i128)P->q * v - (i128)P->p * w;
+}
+
+/* A completion from a state with Lagrangian bound `bound` (scaled by q) can improve on the
+   incumbent (value, tokens): reach a higher value, or the same value with fewer tokens. */
+static inline int can_improve(const Problem *P, i128 bound, int64_t value, int64_t tokens) {
+    i128 target = (i128)P->q * value;
+    if (bound < target) return 0;
+    if (P->p == 0 || bound >= target + P->q) return 1;
+    /* at most `value`: a completion worth it leaves at most (bound - target) / p slack */
+    return (i128)P->p * (P->capacity - tokens) < bound - target;
+}
+
+/* A completion worth exactly `value` within `tokens` tokens may exist. */
+static inline int can_match(const Problem *P, i128 bound, int64_t value, int64_t tokens) {
+    i128 target = (i128)P->q * value;
+    if (bound < target) return 0;
+    return P->p == 0 || (i128)P->p * (P->capacity - tokens) <= bound - target;
+}
+
+/* Merge the shifted copies of a sorted Pareto list (w ascending, v strictly ascending) into
+   one Pareto list; `emit` decides whether each surviving point is kept. */
+typedef struct { int64_t dw, dv; int32_t option; } Shift;
+
+static int build_hull(const Problem *P, Py_ssize_t i, int32_t *hull, int *hull_len, long *on_hull) {
+    Py_ssize_t k = P->k;
+    int32_t pts[64];
+    int m = 0;
+    for (Py_ssize_t o = 0; o <= k; o++)
+        if (option_ok(P, i, o)) pts[m++] = (int32_t)o;
+    /* sort by tokens ascending, value descending, fidelity (option index) ascending */
+    for (int a = 1; a < m; a++) {
+        int32_t x = pts[a];
+        int b = a - 1;
+        while (b >= 0) {
+            int64_t wb = option_w(P, i, pts[b]), wx = option_w(P, i, x);
+            int64_t vb = option_v(P, i, pts[b]), vx = option_v(P, i, x);
+            int later = wb > wx || (wb == wx && (vb < vx || (vb == vx && pts[b] > x)));
+            if (!later) break;
+            pts[b + 1] = pts[b];
+            b--;
+        }
+        pts[b + 1] = x;
+    }
+    int h = 0;
+    int64_t best_v = -1;
+    for (int a = 0; a < m; a++) {
+        int32_t o = pts[a];
+        int64_t w = option_w(P, i, o), v = option_v(P, i, o);
+        if (v <= best_v) continue;  /* dominated: no lighter point is worth less */
+        best_v = v;
+        while (h >= 2) {
+            int64_t w0 = option_w(P, i, hull[h - 2]), v0 = option_v(P, i, hull[h - 2]);
+            int64_t w1 = option_w(P, i, hull[h - 1]), v1 = option_v(P, i, hull[h - 1]);
+            if ((i128)(v1 - v0) * (w - w1) <= (i128)(v - v1) * (w1 - w0)) h--;
+            else break;
+        }
+        hull[h++] = o;
+    }
+    *hull_len = h;
+    for (int a = 0; a < h; a++)
+        if (hull[a] != k) (*on_hull)++;
+    return 0;
+}
+
+/* The phase 1 incumbent as a full allocation: the floor, with the changes along its path. */
+static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssize_t n, const State *st,
+                              const size_t *layer_start, const Candidate *cand, const int32_t *greedy_opt, long layer, int32_t parent, int32_t option) {
+    for (Py_ssize_t i = 0; i < n; i++) choice[i] = layer < 0 ? greedy_opt[i] : floor_opt[i];
+    if (layer <= 0) return;
+    choice[cand[layer - 1].row] = option;
+    long idx = parent;
+    for (long l = layer - 1; l >= 1; l--) {
+        const State *x = &st[layer_start[l] + (size_t)idx];
+        choice[cand[l - 1].row] = x->option;
+        idx = x->parent;
+    }
+}
+
+/* Returns 0 on success, 1 when phase 1 exceeded its limit, 2 on an internal inconsistency,
+   -1 on memory failure. */
+static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
+    Py_ssize_t n = P->n, k = P->k;
+    int rc = -1;
+    int32_t *hull = NULL, *floor_opt = NULL;
+    int *hull_len = NULL, *floor_pos = NULL;
+    Increment *inc = NULL;
+    Candidate *cand = NULL;
+    i128 *gap = NULL;
+    unsigned char *has_alt = NULL, *is_free = NULL;
+    Vec states = {NULL, 0, 0, sizeof(State)}, layer_start = {NULL, 0, 0, sizeof(size_t)};
+    Vec pairs = {NULL, 0, 0, sizeof(Pair)}, pair_start = {NULL, 0, 0, sizeof(size_t)};
+    Py_ssize_t *free_rows = NULL;
+    int32_t *greedy_opt = NULL;
+
+    hull = malloc(sizeof(int32_t) * (size_t)(n ? n : 1) * (size_t)(k + 1));
+    hull_len = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    floor_pos = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    floor_opt = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+    inc = malloc(sizeof(Increment) * (size_t)(n ? n : 1) * (size_t)(k + 1));
+    gap = malloc(sizeof(i128) * (size_t)(n ? n : 1));
+    has_alt = calloc((size_t)(n ? n : 1), 1);
+    is_free = calloc((size_t)(n ? n : 1), 1);
+    if (!hull || !hull_len || !floor_pos || !floor_opt || !inc || !gap || !has_alt || !is_free) goto done;
+
+#ifdef KERNEL_TIMING
+    double t0 = now_ms();
+#endif
+    /* 1. hulls and increments */
+    long on_hull = 0, usable_levels = 0;
+    size_t m = 0;
+    int64_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t *h = hull + i * (k + 1);
+        for (Py_ssize_t o = 0; o < k; o++) usable_levels += P->usable[i * k + o] != 0;
+        build_hull(P, i, h, &hull_len[i], &on_hull);
+        for (int t = 1; t < hull_len[i]; t++) {
+            Increment x = {option_w(P, i, h[t]) - option_w(P, i, h[t - 1]),
+                           option_v(P, i, h[t]) - option_v(P, i, h[t - 1])};
+            inc[m++] = x;
+            total += x.ds;
+        }
+    }
+
+    MARK("hull");
+    /* 2. the LP split and the floor */
+    Increment split = {1, 0};
+    if (total > P->capacity && split_increment(inc, m, P->capacity, &split)) {
+        P->p = split.dv;
+        P->q = split.ds;
+    } else {
+        P->p = 0;
+        P->q = 1;
+    }
+    MARK("split");
+    /* the floor; then, in input order, hull increments exactly as efficient as lambda while
+       they fit: still each row's best level at lambda, and much closer to the capacity when
+       many increments tie at lambda (Pisinger's correlated classes) */
+    int64_t floor_w = 0, floor_v = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t *h = hull + i * (k + 1);
+        int t = 0;
+        while (t + 1 < hull_len[i]) {
+            int64_t ds = option_w(P, i, h[t + 1]) - option_w(P, i, h[t]);
+            int64_t dv = option_v(P, i, h[t + 1]) - option_v(P, i, h[t]);
+            if ((i128)dv * P->q > (i128)P->p * ds) t++;
+            else break;
+        }
+        floor_pos[i] = t;
+        floor_w += option_w(P, i, h[t]);
+    }
+    for (Py_ssize_t i = 0; i < n && P->p > 0; i++) {
+        int32_t *h = hull + i * (k + 1);
+        int t = floor_pos[i];
+        if (t + 1 >= hull_len[i]) continue;
+        int64_t ds = option_w(P, i, h[t + 1]) - option_w(P, i, h[t]);
+        int64_t dv = option_v(P, i, h[t + 1]) - option_v(P, i, h[t]);
+        if ((i128)dv * P->q == (i128)P->p * ds && floor_w + ds <= P->capacity) {
+            floor_pos[i] = t + 1;
+            floor_w += ds;
+        }
+    }
+    i128 upper = (i128)P->p * P->capacity;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t f = hull[i * (k + 1) + floor_pos[i]];
+        floor_opt[i] = f;
+        int64_t fw = option_w(P, i, f), fv = option_v(P, i, f);
+        floor_v += fv;
+        i128 best = reduced(P, fw, fv);
+        upper += best;
+        i128 second = 0;
+        int any = 0;
+        for (Py_ssize_t o = 0; o <= k; o++) {
+            if (o == f || !option_ok(P, i, o)) continue;
+            i128 r = reduced(P, option_w(P, i, o), option_v(P, i, o));
+            if (!any || r > second) second = r;
+            any = 1;
+        }
+        has_alt[i] = (unsigned char)any;
+        gap[i] = any ? best - second : 0;
+    }
+    P->upper = upper;
+
+    MARK("floor");
+    /* 3. phase 1: the optimum (value, then tokens) */
+    int64_t inc_v = floor_v, inc_w = floor_w;
+    size_t n_cand = 0;
+    cand = malloc(sizeof(Candidate) * (size_t)(n ? n : 1));
+    if (!cand) goto done;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (has_alt[i] && upper - gap[i] >= (i128)P->q * inc_v) {
+            cand[n_cand].gap = (double)gap[i];
+            cand[n_cand].row = i;
+            n_cand++;
+        }
+    /* rows are taken in order of their gap; sorting all of them would cost more than the whole
+       search, so the order is built a chunk at a time as the search reaches it */
+    size_t sorted = extend_sorted(cand, 0, &n_cand, gap, upper - (i128)P->q * inc_v);
+
+    MARK("sort");
+#ifdef KERNEL_TIMING
+    fprintf(stderr, "candidates %zu\n", n_cand);
+#endif
+    /* a first incumbent: the floor, each candidate row (the closest chunk first, then the rest)
+       raised to its most valuable level that still fits */
+    greedy_opt = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+    if (!greedy_opt) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) greedy_opt[i] = floor_opt[i];
+    for (size_t c = 0; c < n_cand && inc_w < P->capacity; c++) {  /* the sorted chunk first */
+        Py_ssize_t r = cand[c].row;
+        int32_t f = floor_opt[r], pick = f;
+        int64_t fw = option_w(P, r, f), pv = option_v(P, r, f), pw = fw;
+        for (Py_ssize_t o = 0; o <= k; o++) {
+            if (!option_ok(P, r, o)) continue;
+            int64_t w = option_w(P, r, o), v = option_v(P, r, o);
+            if (inc_w - fw + w <= P->capacity && (v > pv || (v == pv && w < pw))) {
+                pick = (int32_t)o; pv = v; pw = w;
+            }
+        }
+        greedy_opt[r] = pick;
+        inc_w += pw - fw;
+        inc_v += pv - option_v(P, r, f);
+    }
+
+    if (vec_reserve(&states, 1) || vec_reserve(&layer_start, 2)) goto done;
+    ((State *)states.a)[0] = (State){0, 0, -1, -1};
+    states.len = 1;
+    ((size_t *)layer_start.a)[0] = 0;
+    ((size_t *)layer_start.a)[1] = 1;
+    layer_start.len = 2;
+    long inc_layer = -1;  /* the incumbent: -1 the greedy allocation, else a state's layer */
+    int32_t inc_parent = -1, inc_option = -1;
+    size_t layers = 0, generated = 1;
+    Shift shift[64];
+    size_t cursor[64];
+    for (size_t c = 0;; c++) {
+        if (c == sorted) {
+            if (sorted == n_cand) break;
+            sorted = extend_sorted(cand, sorted, &n_cand, gap, upper - (i128)P->q * inc_v);
+            if (c == sorted) break;
+        }
+        Py_ssize_t r = cand[c].row;
+        if (upper - gap[r] < (i128)P->q * inc_v) break;  /* sorted by gap: no later row can change */
+        size_t from = ((size_t *)layer_start.a)[layers], to = ((size_t *)layer_start.a)[layers + 1];
+        size_t count = to - from;
+        if (!count) break;
+        int f = floor_opt[r];
+        int64_t fw = option_w(P, r, f), fv = option_v(P, r, f);
+        int s = 0;
+        for (Py_ssize_t o = 0; o <= k; o++)
+            if (option_ok(P, r, o)) {
+                shift[s] = (Shift){option_w(P, r, o) - fw, option_v(P, r, o) - fv, (int32_t)o};
+                cursor[s] = from;
+                s++;
+            }
+        generated += count * (size_t)s;
+        if (generated > PHASE1_LIMIT) { rc = 1; goto done; }
+        if (vec_reserve(&states, count * (size_t)s)) goto done;
+        State *st = states.a;
+        int64_t maxv = INT64_MIN;
+        int started = 0;
+        for (;;) {
+            int pick = -1;
+            int64_t bw = 0, bv = 0;
+            for (int a = 0; a < s; a++) {
+                if (cursor[a] >= to) continue;
+                int64_t w = st[cursor[a]].w + shift[a].dw, v = st[cursor[a]].v + shift[a].dv;
+                if (pick < 0 || w < bw || (w == bw && v > bv)) { pick = a; bw = w; bv = v; }
+            }
+            if (pick < 0) break;
+            size_t parent = cursor[pick]++;
+            if (started && bv <= maxv) continue;  /* Pareto-dominated */
+            started = 1;
+            maxv = bv;
+            int64_t tw = floor_w + bw, tv = floor_v + bv;
+            if (tw <= P->capacity && (tv > inc_v || (tv == inc_v && tw < inc_w))) {
+                inc_v = tv; inc_w = tw;
+                inc_layer = (long)layers + 1;
+                inc_parent = (int32_t)(parent - from);
+                inc_option = shift[pick].option;
+            }
+            i128 bound = upper + (i128)P->q * bv - (i128)P->p * bw;
+            if (!can_improve(P, bound, inc_v, inc_w)) continue;
+            st[states.len++] = (State){bw, bv, (int32_t)(parent - from), shift[pick].option};
+        }
+        if (vec_reserve(&layer_start, 1)) goto done;
+        ((size_t *)layer_start.a)[layer_start.len++] = states.len;
+        layers++;
+    }
+
+    MARK("phase1");
+#ifdef KERNEL_TIMING
+    { size_t left = 0; for (size_t c = 0; c < n_cand; c++) if (upper - gap[cand[c].row] >= (i128)P->q * inc_v) left++; fprintf(stderr, "cand after %zu layers %zu states %zu\n", left, layers, generated); }
+#endif
+    /* the optimum x*: the floor, with the incumbent's changes */
+    rebuild_incumbent(choice, floor_opt, n, states.a, layer_start.a, cand, greedy_opt, inc_layer, inc_parent, inc_option);
+    int64_t best_v = inc_v, best_w = inc_w;
+
+    /* 4. phase 2: levels that can be in an allocation worth (V*, W*), then the tie rule */
+    memset(keep, 0, (size_t)n * (size_t)(k + 1));
+    size_t n_free = 0;
+    i128 fixed_loss = 0;  /* sum of (best - reduced) over rows fixed away from their floor */
+    int64_t rest_w = best_w, rest_v = best_v;
+    for (Py_ssize_t i = 0; i < n; i++) keep[i * (k + 1) + choice[i]] = 1;
+    for (size_t c = 0; c < n_cand; c++) {
+        Py_ssize_t r = cand[c].row;
+        i128 best = reduced(P, option_w(P, r, floor_opt[r]), option_v(P, r, floor_opt[r]));
+        int kept = 0;
+        for (Py_ssize_t o = 0; o <= k; o++) {
+            if (!option_ok(P, r, o)) continue;
+            if (o == choice[r]) { kept++; continue; }
+            i128 bound = upper - best + reduced(P, option_w(P, r, o), option_v(P, r, o));
+            if (can_match(P, bound, best_v, best_w)) {
+                keep[r * (k + 1) + o] = 1;
+                kept++;
+            }
+        }
+        if (kept > 1) {
+            is_free[r] = 1;
+            n_free++;
+            rest_w -= option_w(P, r, (Py_ssize_t)choice[r]);
+            rest_v -= option_v(P, r, (Py_ssize_t)choice[r]);
+        } else {
+            fixed_loss += best - reduced(P, option_w(P, r, choice[r]), option_v(P, r, choice[r]));
+        }
+    }
+    int tie_rule = 1;
+    size_t generated2 = 0;
+    if (n_free) {
+        free_rows = malloc(sizeof(Py_ssize_t) * n_free);
+        if (!free_rows) goto done;
+        size_t f = 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (is_free[i]) free_rows[f++] = i;
+        /* rest_w, rest_v: tokens and value of the fixed rows; layer j holds the suffix
+           free_rows[j..] (layer n_free is the empty suffix) */
+        int64_t room = best_w - rest_w;
+        if (vec_reserve(&pairs, 1) || vec_reserve(&pair_start, n_free + 2)) goto done;
+        size_t *ps = pair_start.a;
+        ((Pair *)pairs.a)[0] = (Pair){0, 0};
+        pairs.len = 1;
+        ps[n_free] = 0;
+        i128 base = upper - fixed_loss;  /* bound with every free row at its best */
+        for (size_t j = n_free; j-- > 0;) {
+            Py_ssize_t r = free_rows[j];
+            i128 best = reduced(P, option_w(P, r, floor_opt[r]), option_v(P, r, floor_opt[r]));
+            base -= best;  /* this row's contribution now comes from the state */
+            size_t from = ps[j + 1], to = pairs.len;
+            size_t count = to - from;
+            int s = 0;
+            for (Py_ssize_t o = 0; o <= k; o++)
+                if (keep[r * (k + 1) + o]) {
+                    shift[s] = (Shift){option_w(P, r, o), option_v(P, r, o), (int32_t)o};
+                    cursor[s] = from;
+                    s++;
+                }
+            generated2 += count * (size_t)s;
+            if (generated2 > PHASE2_LIMIT) { tie_rule = 0; break; }
+            if (vec_reserve(&pairs, count * (size_t)s)) goto done;
+            ps = pair_start.a;
+            Pair *pr = pairs.a;
+            ps[j] = pairs.len;
+            int64_t maxv = INT64_MIN;
+            int started = 0;
+            for (;;) {
+                int pick = -1;
+                int64_t bw = 0, bv = 0;
+                for (int a = 0; a < s; a++) {
+                    if (cursor[a] >= to) continue;
+                    int64_t w = pr[cursor[a]].w + shift[a].dw, v = pr[cursor[a]].v + shift[a].dv;
+                    if (pick < 0 || w < bw || (w == bw && v > bv)) { pick = a; bw = w; bv = v; }
+                }
+                if (pick < 0) break;
+                cursor[pick]++;
+                if (started && bv <= maxv) continue;
+                started = 1;
+                maxv = bv;
+                if (bw > room) continue;
+                i128 bound = base + (i128)P->q * bv - (i128)P->p * bw;
+                if (!can_match(P, bound, best_v, best_w)) continue;
+                pr[pairs.len++] = (Pair){bw, bv};
+            }
+        }
+        /* layers are built from the last free row back: layer j + 1 ends where layer j starts */
+        if (tie_rule) {
+            const Pair *pr = pairs.a;
+            int64_t tw = room, tv = best_v - rest_v;
+            for (size_t j = 0; j < n_free; j++) {
+                Py_ssize_t r = free_rows[j];
+                size_t lo = ps[j + 1], end = ps[j];
+                int done_row = 0;
+                for (Py_ssize_t o = 0; o <= k && !done_row; o++) {
+                    if (!keep[r * (k + 1) + o]) continue;
+                    int64_t w = tw - option_w(P, r, o), v = tv - option_v(P, r, o);
+                    size_t a = lo, b = end;  /* binary search for w in [lo, end) */
+                    while (a < b) {
+                        size_t mid = a + (b - a) / 2;
+                        if (pr[mid].w < w) a = mid + 1;
+                        else b = mid;
+                    }
+                    if (a < end && pr[a].w == w && pr[a].v == v) {
+                        choice[r] = o;
+                        tw = w; tv = v;
+                        done_row = 1;
+                    }
+                }
+                if (!done_row) { rc = 2; goto done; }  /* a bug: the states lost the optimum's suffix */
+            }
+        }
+    }
+    if (!tie_rule) {
+        /* the tie-rule DP gave up: report phase 1's optimum */
+        rebuild_incumbent(choice, floor_opt, n, states.a, layer_start.a, cand, greedy_opt, inc_layer, inc_parent, inc_option);
+    }
+    MARK("phase2");
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (choice[i] == k) choice[i] = -1;
+
+    info[0] = (double)P->p;
+    info[1] = (double)P->q;
+    info[2] = (double)P->upper / (double)P->q;
+    info[3] = (double)best_v;
+    info[4] = (double)best_w;
+    info[5] = (double)on_hull;
+    info[6] = (double)(usable_levels - on_hull);
+    info[7] = (double)layers;
+    info[8] = (double)n_free;
+    info[9] = (double)tie_rule;
+    info[10] = (double)generated;
+    info[11] = (double)generated2;
+    rc = 0;
+done:
+    free(hull); free(hull_len); free(floor_pos); free(greedy_opt); free(floor_opt); free(inc); free(cand); free(gap);
+    free(has_alt); free(is_free); free(states.a); free(layer_start.a); free(pairs.a);
+    free(pair_start.a); free(free_rows);
+    return rc;
+}
+
+static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *name) {
+    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
+    if (view->itemsize != itemsize) {
+        PyErr_Format(PyExc_TypeError, "%s: expected items of %zd bytes", name, itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *kernel_solve(PyObject *self, PyObject *args) {
+    PyObject *o_tokens, *o_values, *o_usable, *o_choice, *o_keep;
+    long long capacity;
+    Py_ssize_t n, k;
+    if (!PyArg_ParseTuple(args, "nnOOOLOO", &n, &k, &o_tokens, &o_values, &o_usable, &capacity, &o_choice, &o_keep))
+        return NULL;
+    if (k < 0 || k > 62 || n < 0) {
+        PyErr_SetString(PyExc_ValueError, "the kernel takes 0..62 levels per row");
+        return NULL;
+    }
+    Py_buffer b_tokens, b_values, b_usable, b_choice, b_keep;
+    if (get_buffer(o_tokens, &b_tokens, 8, 0, "tokens") < 0) return NULL;
+    if (get_buffer(o_values, &b_values, 8, 0, "values") < 0) { PyBuffer_Release(&b_tokens); return NULL; }
+    if (get_buffer(o_usable, &b_usable, 1, 0, "usable") < 0) {
+        PyBuffer_Release(&b_tokens); PyBuffer_Release(&b_values); return NULL;
+    }
+    if (get_buffer(o_choice, &b_choice, 8, 1, "choice") < 0) {
+        PyBuffer_Release(&b_tokens); PyBuffer_Release(&b_values); PyBuffer_Release(&b_usable); return NULL;
+    }
+    if (get_buffer(o_keep, &b_keep, 1, 1, "keep") < 0) {
+        PyBuffer_Release(&b_tokens); PyBuffer_Release(&b_values); PyBuffer_Release(&b_usable);
+        PyBuffer_Release(&b_choice); return NULL;
+    }
+    PyObject *out = NULL;
+    if (b_tokens.len != n * k * 8 || b_values.len != n * k * 8 || b_usable.len != n * k || b_choice.len != n * 8
+        || b_keep.len != n * (k + 1)) {
+        PyErr_SetString(PyExc_ValueError, "array sizes do not match (n, k)");
+        goto release;
+    }
+    Problem P = {n, k, b_tokens.buf, b_values.buf, b_usable.buf, (int64_t)capacity, 0, 1, 0};
+    double info[12] = {0};
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = solve(&P, b_choice.buf, b_keep.buf, info);
+    Py_END_ALLOW_THREADS
+    if (rc < 0) { PyErr_NoMemory(); goto release; }
+    if (rc == 2) { PyErr_SetString(PyExc_RuntimeError, "kernel: the tie-rule states lost the optimum"); goto release; }
+    if (rc == 1) { out = Py_None; Py_INCREF(out); goto release; }
+    out = Py_BuildValue("(LLdLLLLLLiLL)", (long long)info[0], (long long)info[1], info[2], (long long)info[3],
+                        (long long)info[4], (long long)info[5], (long long)info[6], (long long)info[7],
+                        (long long)info[8], (int)info[9], (long long)info[10], (long long)info[11]);
+release:
+    PyBuffer_Release(&b_tokens); PyBuffer_Release(&b_values); PyBuffer_Release(&b_usable);
+    PyBuffer_Release(&b_choice); PyBuffer_Release(&b_keep);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"solve", kernel_solve, METH_VARARGS,
+     "solve(n, k, tokens, values, usable, capacity, choice, keep) -> info tuple, or None past the state limit"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernel", "Compiled exact MCKP kernel.", -1, methods};
+
+PyMODINIT_FUNC PyInit__kernel(void) { return PyModule_Create(&module); }

@@ -1,0 +1,83 @@
+"""The compiled kernel: the exact solve without a count limit, tie rule included, in C.
+
+Built by ``pip install`` from ``_kernel.c`` when a C compiler is present; without one (or with
+``MEMSOLVE_KERNEL=numpy`` in the environment) the numpy reductions of :mod:`.reduce` and the
+core solvers of :mod:`.core` give the same tie-rule allocations, slower. The C file's header
+states the algorithm; it works in exact integer arithmetic (bounds scaled by the LP
+multiplier's denominator, in 128 bits), so no comparison needs a tolerance.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .instance import Instance, Scaled
+
+try:
+    from . import _kernel
+except ImportError:  # pragma: no cover - depends on the install having a C compiler
+    _kernel = None
+
+# Bounds are products of a capacity-sized denominator and 2**52-sized values, summed over up
+# to a million rows: the kernel takes capacities below 2**40 so that they stay inside 128 bits.
+MAX_CAPACITY = 2**40
+MAX_LEVELS = 62
+
+
+@dataclass(frozen=True)
+class KernelResult:
+    """What the kernel decided: the allocation and the reduction that justifies it."""
+
+    choice: np.ndarray  # int64 (n,): level per row, -1 delete
+    keep: np.ndarray  # bool (n, k+1): levels that can be in an optimum (column k: delete)
+    multiplier: float  # λ* = p / q, scaled value per token
+    upper_bound: float  # U(λ*), scaled
+    value: int  # V*, scaled
+    tokens: int  # W*: the fewest tokens of an allocation worth V*
+    hull_levels: int
+    lp_dominated: int
+    searched_rows: int  # rows the optimum search enumerated
+    core_rows: int  # rows left with more than one possible level
+    tie_rule: bool  # False: too many tied optima to order by fidelity; this is one of them
+
+
+def enabled() -> bool:
+    """The kernel is built and not switched off by ``MEMSOLVE_KERNEL=numpy``."""
+    return _kernel is not None and os.environ.get("MEMSOLVE_KERNEL", "").lower() != "numpy"
+
+
+def applies(instance: Instance) -> bool:
+    """The kernel takes instances without a binding count limit and within its number range."""
+    unlimited = instance.max_records is None or instance.max_records >= instance.n
+    return enabled() and unlimited and instance.budget < MAX_CAPACITY and instance.k <= MAX_LEVELS
+
+
+def solve_kernel(instance: Instance, scaled: Scaled) -> KernelResult | None:
+    """The tie-rule optimum by the kernel, or None past its state limit (CP-SAT takes over)."""
+    assert _kernel is not None
+    n, k = instance.n, instance.k
+    tokens = np.ascontiguousarray(instance.tokens, dtype=np.int64)
+    values = np.ascontiguousarray(scaled.values, dtype=np.int64)
+    usable = np.ascontiguousarray(scaled.usable, dtype=np.uint8)
+    choice = np.empty(n, dtype=np.int64)
+    keep = np.empty((n, k + 1), dtype=np.uint8)
+    info = _kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep)
+    if info is None:
+        return None
+    p, q, upper, value, used, hull, dominated, searched, core, tie_rule, _, _ = info
+    return KernelResult(
+        choice=choice,
+        keep=keep.view(bool),
+        multiplier=p / q,
+        upper_bound=upper,
+        value=int(value),
+        tokens=int(used),
+        hull_levels=int(hull),
+        lp_dominated=int(dominated),
+        searched_rows=int(searched),
+        core_rows=int(core),
+        tie_rule=bool(tie_rule),
+    )
