@@ -46,7 +46,7 @@ typedef __int128 i128;
 
 typedef struct { int64_t w, v; int32_t parent; int32_t option; } State;
 typedef struct { int64_t w, v; } Pair;
-typedef struct { int64_t ds, dv; } Increment;
+typedef struct { int64_t ds, dv; double eff; } Increment;  /* eff = dv / ds, rounded */
 typedef struct { double gap; int64_t row; } Candidate;
 
 typedef struct { void *a; size_t len, cap, size; } Vec;
@@ -64,8 +64,15 @@ static int vec_reserve(Vec *vec, size_t more) {
 
 /* a is more efficient than b: +1; equal: 0; less: -1 (exact: ds > 0) */
 static int compare_efficiency(const Increment *a, const Increment *b) {
+    /* rounding is monotone: different rounded efficiencies order the exact ones */
+    if (a->eff != b->eff) return a->eff > b->eff ? 1 : -1;
     i128 l = (i128)a->dv * b->ds, r = (i128)b->dv * a->ds;
     return (l > r) - (l < r);
+}
+
+static inline Increment increment(int64_t ds, int64_t dv) {
+    Increment x = {ds, dv, (double)dv / (double)ds};
+    return x;
 }
 
 static uint64_t next_random(uint64_t *s) {
@@ -146,6 +153,51 @@ static size_t extend_sorted(Candidate *cand, size_t sorted, size_t *n_cand, cons
     return sorted + chunk;
 }
 
+
+/* Pisinger's bound for the rows the search has not taken yet: each sits at its reference
+   level R, which stays its best level for every multiplier between the efficiency of its next
+   hull increment (lo) and of the increment into R (hi). With lo = the largest such "next" and
+   hi = the smallest such "into R" over those rows, a completion that adds d tokens to them
+   adds at most lo * d value (d >= 0) or loses at least hi * |d| (d < 0): much tighter than the
+   single multiplier once the rows nearest the split are in the search. The extremes are kept
+   for the RANKED rows with the largest (smallest) efficiencies; past them lambda itself is used. */
+#define RANKED 128
+typedef struct {
+    Candidate rank[RANKED];  /* gap field: -efficiency (next) or efficiency (into R) */
+    Increment inc[RANKED];
+    size_t len;
+    double boundary;         /* the last ranked key: rows outside the ranking are >= it */
+} Ranking;
+
+static void rank_rows(Ranking *rk, Candidate *scratch, size_t len, const Increment *of_row) {
+    size_t m = len < RANKED ? len : RANKED;
+    if (len > m) select_smallest(scratch, len, m);
+    qsort(scratch, m, sizeof(Candidate), compare_candidates);
+    rk->len = m;
+    rk->boundary = m ? scratch[m - 1].gap : 0.0;
+    for (size_t a = 0; a < m; a++) {
+        rk->rank[a] = scratch[a];
+        rk->inc[a] = of_row[scratch[a].row];
+    }
+    if (len <= m) rk->boundary = 1e308;  /* every row is ranked */
+}
+
+/* The extreme efficiency among ranked rows not yet searched: `largest` for "next" increments.
+   Returns 0 when it cannot be trusted (the ranked rows are used up, or it ties the boundary
+   in floating point, where an unranked row might be exactly more extreme). */
+static int extreme(const Ranking *rk, const unsigned char *searched, int largest, Increment *out) {
+    int found = 0;
+    double key = 0.0;
+    for (size_t a = 0; a < rk->len; a++) {
+        if (searched[rk->rank[a].row]) continue;
+        int better = !found || (largest ? compare_efficiency(&rk->inc[a], out) > 0
+                                        : compare_efficiency(&rk->inc[a], out) < 0);
+        if (better) { *out = rk->inc[a]; key = rk->rank[a].gap; found = 1; }
+    }
+    if (!found) return rk->boundary == 1e308 ? -1 : 0;  /* -1: no row left at all */
+    return key < rk->boundary ? 1 : 0;
+}
+
 typedef struct {
     Py_ssize_t n, k;
     const int64_t *tokens, *values;
@@ -169,14 +221,30 @@ static inline i128 reduced(const Problem *P, int64_t w, int64_t v) {
     return (i128)P->q * v - (i128)P->p * w;
 }
 
-/* A completion from a state with Lagrangian bound `bound` (scaled by q) can improve on the
-   incumbent (value, tokens): reach a higher value, or the same value with fewer tokens. */
-static inline int can_improve(const Problem *P, i128 bound, int64_t value, int64_t tokens) {
-    i128 target = (i128)P->q * value;
-    if (bound < target) return 0;
-    if (P->p == 0 || bound >= target + P->q) return 1;
-    /* at most `value`: a completion worth it leaves at most (bound - target) / p slack */
-    return (i128)P->p * (P->capacity - tokens) < bound - target;
+/* A completion of a search state (value a, tokens w; the rows outside the search at their
+   reference) can improve on the incumbent (value, tokens): reach a higher value, or the same
+   value with fewer tokens. Outside rows add at most lo * d value for d >= 0 added tokens and
+   lose at least hi * |d| for d < 0 (see Ranking). */
+static int may_improve(int64_t a, int64_t w, int64_t capacity, const Increment *lo, const Increment *hi,
+                       int hi_infinite, int64_t value, int64_t tokens) {
+    int64_t room = capacity - w;
+    i128 gain;  /* the bound on the value, times the multiplier's denominator */
+    const Increment *m;
+    if (room >= 0) m = lo;
+    else if (hi_infinite) return 0;
+    else m = hi;
+    gain = (i128)m->ds * a + (i128)m->dv * room;
+    if (gain < (i128)m->ds * value) return 0;
+    if (gain >= (i128)m->ds * (value + 1)) return 1;
+    /* worth at most `value`: a completion worth it needs d >= (value - a) / lambda tokens */
+    int64_t need = value - a;
+    int64_t fewer = tokens - w;  /* tokens the outside rows may add and still use fewer */
+    if (need >= 0) {
+        if (lo->dv == 0) return fewer > 0;
+        return (i128)lo->ds * need < (i128)lo->dv * fewer;
+    }
+    if (hi_infinite) return fewer > 0;
+    return (i128)hi->ds * need < (i128)hi->dv * fewer;
 }
 
 /* A completion worth exactly `value` within `tokens` tokens may exist. */
@@ -190,45 +258,43 @@ static inline int can_match(const Problem *P, i128 bound, int64_t value, int64_t
    one Pareto list; `emit` decides whether each surviving point is kept. */
 typedef struct { int64_t dw, dv; int32_t option; } Shift;
 
-static int build_hull(const Problem *P, Py_ssize_t i, int32_t *hull, int *hull_len, long *on_hull) {
+/* Row i's upper convex hull from delete (0, 0): option indices into hull, their tokens and
+   values into hw, hv; returns the number of vertices. Counts usable levels on the hull. */
+static int build_hull(const Problem *P, Py_ssize_t i, int32_t *hull, int64_t *hw, int64_t *hv, long *on_hull) {
     Py_ssize_t k = P->k;
-    int32_t pts[64];
+    int32_t po[64];
+    int64_t pw[64], pv[64];
     int m = 0;
-    for (Py_ssize_t o = 0; o <= k; o++)
-        if (option_ok(P, i, o)) pts[m++] = (int32_t)o;
-    /* sort by tokens ascending, value descending, fidelity (option index) ascending */
-    for (int a = 1; a < m; a++) {
-        int32_t x = pts[a];
-        int b = a - 1;
-        while (b >= 0) {
-            int64_t wb = option_w(P, i, pts[b]), wx = option_w(P, i, x);
-            int64_t vb = option_v(P, i, pts[b]), vx = option_v(P, i, x);
-            int later = wb > wx || (wb == wx && (vb < vx || (vb == vx && pts[b] > x)));
-            if (!later) break;
-            pts[b + 1] = pts[b];
+    const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
+    const uint8_t *ok = P->usable + i * k;
+    /* delete, then levels from the lowest fidelity up: usually already in token order */
+    po[0] = (int32_t)k; pw[0] = 0; pv[0] = 0; m = 1;
+    for (Py_ssize_t o = k - 1; o >= 0; o--) {
+        if (!ok[o]) continue;
+        int64_t w = tw[o], v = tv[o];
+        int b = m - 1;
+        /* sort by tokens ascending, value descending, fidelity (option index) ascending */
+        while (b >= 0 && (pw[b] > w || (pw[b] == w && (pv[b] < v || (pv[b] == v && po[b] > o))))) {
+            po[b + 1] = po[b]; pw[b + 1] = pw[b]; pv[b + 1] = pv[b];
             b--;
         }
-        pts[b + 1] = x;
+        po[b + 1] = (int32_t)o; pw[b + 1] = w; pv[b + 1] = v;
+        m++;
     }
     int h = 0;
     int64_t best_v = -1;
     for (int a = 0; a < m; a++) {
-        int32_t o = pts[a];
-        int64_t w = option_w(P, i, o), v = option_v(P, i, o);
-        if (v <= best_v) continue;  /* dominated: no lighter point is worth less */
+        int64_t w = pw[a], v = pv[a];
+        if (v <= best_v) continue;  /* dominated: a lighter point is worth as much */
         best_v = v;
-        while (h >= 2) {
-            int64_t w0 = option_w(P, i, hull[h - 2]), v0 = option_v(P, i, hull[h - 2]);
-            int64_t w1 = option_w(P, i, hull[h - 1]), v1 = option_v(P, i, hull[h - 1]);
-            if ((i128)(v1 - v0) * (w - w1) <= (i128)(v - v1) * (w1 - w0)) h--;
-            else break;
-        }
-        hull[h++] = o;
+        while (h >= 2 && (i128)(hv[h - 1] - hv[h - 2]) * (w - hw[h - 1]) <= (i128)(v - hv[h - 1]) * (hw[h - 1] - hw[h - 2]))
+            h--;
+        hull[h] = po[a]; hw[h] = w; hv[h] = v;
+        h++;
     }
-    *hull_len = h;
     for (int a = 0; a < h; a++)
         if (hull[a] != k) (*on_hull)++;
-    return 0;
+    return h;
 }
 
 /* The phase 1 incumbent as a full allocation: the floor, with the changes along its path. */
@@ -252,6 +318,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
     int rc = -1;
     int32_t *hull = NULL, *floor_opt = NULL;
     int *hull_len = NULL, *floor_pos = NULL;
+    int64_t *hull_w = NULL, *hull_v = NULL;
     Increment *inc = NULL;
     Candidate *cand = NULL;
     i128 *gap = NULL;
@@ -260,16 +327,22 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
     Vec pairs = {NULL, 0, 0, sizeof(Pair)}, pair_start = {NULL, 0, 0, sizeof(size_t)};
     Py_ssize_t *free_rows = NULL;
     int32_t *greedy_opt = NULL;
+    Increment *next_inc = NULL, *prev_inc = NULL;
+    Candidate *scratch = NULL;
+    unsigned char *searched = NULL;
+    Ranking *rank_next = NULL, *rank_prev = NULL;
 
     hull = malloc(sizeof(int32_t) * (size_t)(n ? n : 1) * (size_t)(k + 1));
     hull_len = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    hull_w = malloc(sizeof(int64_t) * (size_t)(n ? n : 1) * (size_t)(k + 1));
+    hull_v = malloc(sizeof(int64_t) * (size_t)(n ? n : 1) * (size_t)(k + 1));
     floor_pos = malloc(sizeof(int) * (size_t)(n ? n : 1));
     floor_opt = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
     inc = malloc(sizeof(Increment) * (size_t)(n ? n : 1) * (size_t)(k + 1));
     gap = malloc(sizeof(i128) * (size_t)(n ? n : 1));
     has_alt = calloc((size_t)(n ? n : 1), 1);
     is_free = calloc((size_t)(n ? n : 1), 1);
-    if (!hull || !hull_len || !floor_pos || !floor_opt || !inc || !gap || !has_alt || !is_free) goto done;
+    if (!hull || !hull_w || !hull_v || !hull_len || !floor_pos || !floor_opt || !inc || !gap || !has_alt || !is_free) goto done;
 
 #ifdef KERNEL_TIMING
     double t0 = now_ms();
@@ -279,20 +352,20 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
     size_t m = 0;
     int64_t total = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int32_t *h = hull + i * (k + 1);
+        size_t at = (size_t)i * (size_t)(k + 1);
         for (Py_ssize_t o = 0; o < k; o++) usable_levels += P->usable[i * k + o] != 0;
-        build_hull(P, i, h, &hull_len[i], &on_hull);
-        for (int t = 1; t < hull_len[i]; t++) {
-            Increment x = {option_w(P, i, h[t]) - option_w(P, i, h[t - 1]),
-                           option_v(P, i, h[t]) - option_v(P, i, h[t - 1])};
-            inc[m++] = x;
-            total += x.ds;
+        int len = build_hull(P, i, hull + at, hull_w + at, hull_v + at, &on_hull);
+        hull_len[i] = len;
+        for (int t = 1; t < len; t++) {
+            inc[m] = increment(hull_w[at + t] - hull_w[at + t - 1], hull_v[at + t] - hull_v[at + t - 1]);
+            total += inc[m].ds;
+            m++;
         }
     }
 
     MARK("hull");
     /* 2. the LP split and the floor */
-    Increment split = {1, 0};
+    Increment split = {1, 0, 0.0};
     if (total > P->capacity && split_increment(inc, m, P->capacity, &split)) {
         P->p = split.dv;
         P->q = split.ds;
@@ -301,53 +374,83 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
         P->q = 1;
     }
     MARK("split");
-    /* the floor; then, in input order, hull increments exactly as efficient as lambda while
-       they fit: still each row's best level at lambda, and much closer to the capacity when
-       many increments tie at lambda (Pisinger's correlated classes) */
+    /* the floor: each row at its heaviest hull vertex reached by increments strictly more
+       efficient than lambda; then, in input order, increments exactly as efficient as lambda
+       while they fit: still each row's best level at lambda, and much closer to the capacity
+       when many increments tie at lambda (Pisinger's correlated classes) */
     int64_t floor_w = 0, floor_v = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int32_t *h = hull + i * (k + 1);
+        size_t at = (size_t)i * (size_t)(k + 1);
         int t = 0;
-        while (t + 1 < hull_len[i]) {
-            int64_t ds = option_w(P, i, h[t + 1]) - option_w(P, i, h[t]);
-            int64_t dv = option_v(P, i, h[t + 1]) - option_v(P, i, h[t]);
-            if ((i128)dv * P->q > (i128)P->p * ds) t++;
-            else break;
-        }
+        while (t + 1 < hull_len[i]
+               && (i128)(hull_v[at + t + 1] - hull_v[at + t]) * P->q > (i128)P->p * (hull_w[at + t + 1] - hull_w[at + t]))
+            t++;
         floor_pos[i] = t;
-        floor_w += option_w(P, i, h[t]);
+        floor_w += hull_w[at + t];
     }
-    for (Py_ssize_t i = 0; i < n && P->p > 0; i++) {
-        int32_t *h = hull + i * (k + 1);
+    for (Py_ssize_t i = 0; i < n && P->p > 0 && floor_w < P->capacity; i++) {
+        size_t at = (size_t)i * (size_t)(k + 1);
         int t = floor_pos[i];
         if (t + 1 >= hull_len[i]) continue;
-        int64_t ds = option_w(P, i, h[t + 1]) - option_w(P, i, h[t]);
-        int64_t dv = option_v(P, i, h[t + 1]) - option_v(P, i, h[t]);
+        int64_t ds = hull_w[at + t + 1] - hull_w[at + t], dv = hull_v[at + t + 1] - hull_v[at + t];
         if ((i128)dv * P->q == (i128)P->p * ds && floor_w + ds <= P->capacity) {
             floor_pos[i] = t + 1;
             floor_w += ds;
         }
     }
+    /* each row's best value at lambda, its gap to the next best option, and the increments
+       around its reference, ranked for Pisinger's bound */
+    next_inc = calloc((size_t)(n ? n : 1), sizeof(Increment));
+    prev_inc = calloc((size_t)(n ? n : 1), sizeof(Increment));
+    scratch = malloc(sizeof(Candidate) * (size_t)(n ? n : 1));
+    Candidate *scratch_prev = malloc(sizeof(Candidate) * (size_t)(n ? n : 1));
+    searched = calloc((size_t)(n ? n : 1), 1);
+    rank_next = malloc(sizeof(Ranking));
+    rank_prev = malloc(sizeof(Ranking));
+    if (!next_inc || !prev_inc || !scratch || !scratch_prev || !searched || !rank_next || !rank_prev) {
+        free(scratch_prev);
+        goto done;
+    }
+    size_t n_next = 0, n_prev = 0;
     i128 upper = (i128)P->p * P->capacity;
     for (Py_ssize_t i = 0; i < n; i++) {
-        int32_t f = hull[i * (k + 1) + floor_pos[i]];
+        size_t at = (size_t)i * (size_t)(k + 1);
+        int t = floor_pos[i];
+        int32_t f = hull[at + t];
         floor_opt[i] = f;
-        int64_t fw = option_w(P, i, f), fv = option_v(P, i, f);
+        int64_t fw = hull_w[at + t], fv = hull_v[at + t];
         floor_v += fv;
         i128 best = reduced(P, fw, fv);
         upper += best;
         i128 second = 0;
         int any = 0;
-        for (Py_ssize_t o = 0; o <= k; o++) {
-            if (o == f || !option_ok(P, i, o)) continue;
-            i128 r = reduced(P, option_w(P, i, o), option_v(P, i, o));
+        const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
+        const uint8_t *ok = P->usable + i * k;
+        for (Py_ssize_t o = 0; o < k; o++) {
+            if (o == f || !ok[o]) continue;
+            i128 r = reduced(P, tw[o], tv[o]);
             if (!any || r > second) second = r;
+            any = 1;
+        }
+        if (f != k) {  /* delete is an option of every row */
+            if (!any || second < 0) second = 0;
             any = 1;
         }
         has_alt[i] = (unsigned char)any;
         gap[i] = any ? best - second : 0;
+        if (t + 1 < hull_len[i]) {
+            next_inc[i] = increment(hull_w[at + t + 1] - fw, hull_v[at + t + 1] - fv);
+            scratch[n_next++] = (Candidate){-next_inc[i].eff, i};
+        }
+        if (t > 0) {
+            prev_inc[i] = increment(fw - hull_w[at + t - 1], fv - hull_v[at + t - 1]);
+            scratch_prev[n_prev++] = (Candidate){prev_inc[i].eff, i};
+        }
     }
     P->upper = upper;
+    rank_rows(rank_next, scratch, n_next, next_inc);
+    rank_rows(rank_prev, scratch_prev, n_prev, prev_inc);
+    free(scratch_prev);
 
     MARK("floor");
     /* 3. phase 1: the optimum (value, then tokens) */
@@ -412,6 +515,14 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
         size_t from = ((size_t *)layer_start.a)[layers], to = ((size_t *)layer_start.a)[layers + 1];
         size_t count = to - from;
         if (!count) break;
+        searched[r] = 1;
+        /* the multipliers of Pisinger's bound over the rows still outside the search */
+        Increment lo = increment(P->q, P->p), hi = lo;
+        int lo_state = extreme(rank_next, searched, 1, &lo), hi_state = extreme(rank_prev, searched, 0, &hi);
+        if (lo_state < 0) lo = increment(1, 0);  /* no row can take more tokens: adds no value */
+        if (lo_state == 0) lo = increment(P->q, P->p);
+        if (hi_state == 0) hi = increment(P->q, P->p);
+        int hi_infinite = hi_state < 0;  /* no row can give tokens back */
         int f = floor_opt[r];
         int64_t fw = option_w(P, r, f), fv = option_v(P, r, f);
         int s = 0;
@@ -447,8 +558,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
                 inc_parent = (int32_t)(parent - from);
                 inc_option = shift[pick].option;
             }
-            i128 bound = upper + (i128)P->q * bv - (i128)P->p * bw;
-            if (!can_improve(P, bound, inc_v, inc_w)) continue;
+            if (!may_improve(tv, floor_w + bw, P->capacity, &lo, &hi, hi_infinite, inc_v, inc_w)) continue;
             st[states.len++] = (State){bw, bv, (int32_t)(parent - from), shift[pick].option};
         }
         if (vec_reserve(&layer_start, 1)) goto done;
@@ -472,6 +582,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
     for (Py_ssize_t i = 0; i < n; i++) keep[i * (k + 1) + choice[i]] = 1;
     for (size_t c = 0; c < n_cand; c++) {
         Py_ssize_t r = cand[c].row;
+        if (upper - gap[r] < (i128)P->q * best_v) continue;  /* only its floor level can be optimal */
         i128 best = reduced(P, option_w(P, r, floor_opt[r]), option_v(P, r, floor_opt[r]));
         int kept = 0;
         for (Py_ssize_t o = 0; o <= k; o++) {
@@ -598,9 +709,10 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
     info[11] = (double)generated2;
     rc = 0;
 done:
-    free(hull); free(hull_len); free(floor_pos); free(greedy_opt); free(floor_opt); free(inc); free(cand); free(gap);
+    free(hull); free(hull_w); free(hull_v); free(hull_len); free(floor_pos); free(greedy_opt); free(floor_opt); free(inc); free(cand); free(gap);
     free(has_alt); free(is_free); free(states.a); free(layer_start.a); free(pairs.a);
-    free(pair_start.a); free(free_rows);
+    free(pair_start.a); free(free_rows); free(next_inc); free(prev_inc); free(scratch); free(searched);
+    free(rank_next); free(rank_prev);
     return rc;
 }
 
