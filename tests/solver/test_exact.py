@@ -210,6 +210,7 @@ def test_disagreement_is_a_solver_error(monkeypatch: pytest.MonkeyPatch) -> None
 def test_dp_declines_too_large_and_cp_sat_takes_over(monkeypatch: pytest.MonkeyPatch) -> None:
     from memsolve.solver import core, dp
 
+    monkeypatch.setenv("MEMSOLVE_KERNEL", "numpy")  # the numpy path's limits; the kernel's: test_kernel.py
     monkeypatch.setattr(core, "MAX_STATES", 0)
     monkeypatch.setattr(dp, "MAX_CELLS", 0)
     inst = make_instance([[10], [6], [4]], [[10.0], [7.0], [6.0]], 10)

@@ -16,7 +16,9 @@ import numpy as np
 
 from .cpsat import solve_cpsat
 from .dp import solve_dp as dense_dp
+from ..errors import SolverError
 from .instance import OPTIMAL, SKIPPED, Instance, Scaled, Solution, make_solution, scaled_value
+from .kernel import solve_kernel
 from .reduce import Reduction, Relaxation, closest_rows, fix, relax
 
 # The sparse DP declines a core (CP-SAT takes it, under its time limit) past these sizes.
@@ -217,6 +219,38 @@ def solve_reduced(
         return make_solution(instance, scaled, empty, SKIPPED, "dp", detail=detail + "; too large for the DP"), red
     solution = make_solution(instance, scaled, choice, OPTIMAL, "dp", detail=detail)
     return replace(solution, bound=solution.objective), red
+
+
+def solve_kernel_reduced(instance: Instance, scaled: Scaled) -> tuple[Solution, Reduction] | None:
+    """The compiled kernel's tie-rule optimum and its reduction, or None past its state limit.
+
+    The caller checks :func:`.kernel.applies` first (no binding count limit, kernel built).
+    """
+    result = solve_kernel(instance, scaled)
+    if result is None:
+        return None
+    in_core = result.keep.sum(axis=1) > 1
+    reduction = Reduction(
+        multiplier=result.multiplier,
+        upper_bound=result.upper_bound,
+        incumbent=result.choice,
+        incumbent_value=result.value,
+        keep=result.keep,
+        core=np.flatnonzero(in_core),
+        fixed_choice=np.where(in_core, -1, result.choice),
+        hull_levels=result.hull_levels,
+        lp_dominated=result.lp_dominated,
+    )
+    detail = f"core {reduction.core.size} of {instance.n} records"
+    if not result.tie_rule:
+        detail += "; too many tied optima to order by fidelity: fewest tokens, then the search's order"
+    solution = make_solution(instance, scaled, result.choice, OPTIMAL, "dp", detail=detail)
+    if solution.scaled_objective != result.value or solution.tokens_used != result.tokens:
+        raise SolverError(
+            f"the compiled kernel reported value {result.value} with {result.tokens} tokens, but its "
+            f"allocation is worth {solution.scaled_objective} with {solution.tokens_used}"
+        )
+    return replace(solution, bound=solution.objective), reduction
 
 
 def _dense_core(sub: Instance, scaled: Scaled) -> np.ndarray | None:

@@ -12,10 +12,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import InputError, SolverError
-from .core import reduce_instance, solve_cpsat_reduced, solve_reduced
+from .core import reduce_instance, solve_cpsat_reduced, solve_kernel_reduced, solve_reduced
 from .dp import solve_dp
 from .greedy import solve_greedy
 from .instance import OPTIMAL, SKIPPED, Instance, Solution, check_feasible, scale
+from .kernel import applies as kernel_applies
 from .reduce import Reduction
 
 ENGINES = ("cp-sat", "dp", "greedy")
@@ -54,6 +55,16 @@ class _Runner:
         self.scores = scores
         self.reduction: Reduction | None = None
         self._greedy: Solution | None = None
+        self._kernel: tuple[Solution, Reduction] | None = None
+        self._kernel_ran = False
+
+    def kernel(self) -> tuple[Solution, Reduction] | None:
+        """The compiled kernel's solution and reduction (once), when it applies and finishes."""
+        if not self._kernel_ran:
+            self._kernel_ran = True
+            if kernel_applies(self.instance):
+                self._kernel = solve_kernel_reduced(self.instance, self.scaled)
+        return self._kernel
 
     @property
     def greedy(self) -> Solution:
@@ -71,11 +82,17 @@ class _Runner:
         if engine == "dp":
             if checking and _dense_cells(self.instance) <= DENSE_CROSS_CHECK_CELLS:
                 return solve_dp(self.instance, self.scaled)
-            solution, self.reduction = solve_reduced(self.instance, self.scaled, self._greedy_incumbent())
+            found = self.kernel()
+            if found is None:
+                found = solve_reduced(self.instance, self.scaled, self._greedy_incumbent())
+            solution, self.reduction = found
             return solution
         if engine == "cp-sat":
             if self.reduction is None:
-                self.reduction = reduce_instance(self.instance, self.scaled, self._greedy_incumbent())
+                found = self.kernel()
+                self.reduction = (
+                    found[1] if found else reduce_instance(self.instance, self.scaled, self._greedy_incumbent())
+                )
             try:
                 return solve_cpsat_reduced(
                     self.instance, self.scaled, self.reduction, time_limit_s=self.time_limit_s

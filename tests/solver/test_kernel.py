@@ -1,0 +1,141 @@
+"""The compiled kernel: the tie-rule optimum by exhaustive search and by the dense DP, its
+reduction keeps every optimum, and the numpy path takes over where the kernel does not apply."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memsolve.solver import core, kernel, make_instance, run, scale
+from memsolve.solver.dp import solve_dp
+
+from .test_exact import feasible_choices, instances
+from .test_reduce import _generated
+
+
+
+def test_the_kernel_is_built() -> None:
+    """pip builds it wherever a C compiler exists (CI has one); a silent fallback would hide it."""
+    assert kernel._kernel is not None, "memsolve.solver._kernel did not build: see pip's output"
+
+
+def _tie_key(inst, scaled):
+    """Max scaled value, then fewest tokens, then earlier records at higher fidelity (DESIGN §5)."""
+
+    def key(choice):
+        if any(j >= 0 and not scaled.usable[i, j] for i, j in enumerate(choice)):
+            return None  # a worthless level never enters (never better than delete)
+        value = sum(int(scaled.values[i, j]) for i, j in enumerate(choice) if j >= 0)
+        tokens = sum(int(inst.tokens[i, j]) for i, j in enumerate(choice) if j >= 0)
+        return value, -tokens, tuple(-(j if j >= 0 else inst.k) for j in choice)
+
+    return key
+
+
+def _unlimited(inst):
+    return make_instance(inst.tokens, inst.utility, inst.budget, price=inst.price, mask=inst.mask)
+
+
+@settings(max_examples=500, deadline=None)
+@given(instances(max_n=6, max_k=4, integral=True))
+def test_kernel_equals_exhaustive_search_with_many_ties(inst) -> None:
+    inst = _unlimited(inst)
+    scaled = scale(inst)
+    key = _tie_key(inst, scaled)
+    expected = max((c for c in feasible_choices(inst) if key(c) is not None), key=key)
+    result = kernel.solve_kernel(inst, scaled)
+    assert result is not None and result.tie_rule
+    assert tuple(result.choice.tolist()) == expected
+    # the reduction keeps every allocation that ties the optimum's value and tokens
+    best = key(expected)[:2]
+    for choice in feasible_choices(inst):
+        if key(choice) is not None and key(choice)[:2] == best:
+            assert all(result.keep[i, j if j >= 0 else inst.k] for i, j in enumerate(choice))
+    assert result.value == best[0] and result.tokens == -best[1]
+    assert result.upper_bound >= result.value
+
+
+@settings(max_examples=300, deadline=None)
+@given(instances(max_n=7, max_k=3))
+def test_kernel_equals_exhaustive_search(inst) -> None:
+    inst = _unlimited(inst)
+    scaled = scale(inst)
+    key = _tie_key(inst, scaled)
+    expected = max((c for c in feasible_choices(inst) if key(c) is not None), key=key)
+    result = kernel.solve_kernel(inst, scaled)
+    assert result is not None and tuple(result.choice.tolist()) == expected
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.sampled_from(["memory", "uncorrelated", "strong", "subset", "ties"]), st.integers(130, 400),
+       st.integers(0, 2**31))
+def test_kernel_equals_dense_dp_past_the_ranked_rows(kind, n, seed) -> None:
+    """More rows than the kernel ranks for Pisinger's bound (128), so its fallback is exercised."""
+    inst = _generated(kind, n, seed)
+    scaled = scale(inst)
+    dense = solve_dp(inst, scaled)
+    result = kernel.solve_kernel(inst, scaled)
+    assert result is not None
+    assert result.value == dense.scaled_objective
+    assert result.tokens == int(inst.tokens[dense.choice >= 0, dense.choice[dense.choice >= 0]].sum())
+    if result.tie_rule:
+        assert result.choice.tolist() == dense.choice.tolist()
+    else:  # only where millions of allocations tie
+        assert kind in ("strong", "subset", "ties")
+
+
+def test_the_tie_rule_is_applied_on_generated_classes() -> None:
+    """The flag above is not vacuous: most generated instances get the full tie rule."""
+    applied = [kernel.solve_kernel(inst, scale(inst)).tie_rule
+               for inst in (_generated(kind, 200, seed) for kind in ("memory", "uncorrelated", "ties")
+                            for seed in range(5))]
+    assert all(applied)
+
+
+def test_too_many_tied_optima_keep_value_and_tokens_and_say_so() -> None:
+    rng = np.random.default_rng(5)
+    tokens = rng.integers(1, 1000, size=(3000, 5))
+    inst = make_instance(tokens, tokens.astype(float), int(tokens.sum() // 10))  # subset-sum: value = tokens
+    outcome = run(inst, "dp", "none", compare_greedy=False)
+    solution = outcome.solution
+    assert solution.status == "optimal"
+    # an exact fill of the budget is the largest value any allocation can have
+    assert solution.tokens_used == inst.budget and solution.objective == float(inst.budget)
+    assert "too many tied optima" in solution.detail
+
+
+def test_the_numpy_path_takes_over_past_the_kernel_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    inst = _generated("memory", 300, 4)
+    expected = run(inst, "dp", "none").solution
+    monkeypatch.setattr(core, "solve_kernel", lambda instance, scaled: None)
+    fallback = run(inst, "dp", "none")
+    assert fallback.solution.choice.tolist() == expected.choice.tolist()
+    assert fallback.reduction is not None
+
+
+@pytest.mark.parametrize("kind", ["memory", "uncorrelated", "ties"])
+def test_kernel_and_numpy_paths_give_the_same_allocation(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    inst = _generated(kind, 1500, 9)
+    with_kernel = run(inst, "cp-sat", "dp")
+    monkeypatch.setenv("MEMSOLVE_KERNEL", "numpy")
+    assert not kernel.applies(inst)
+    without = run(inst, "cp-sat", "dp")
+    assert with_kernel.solution.choice.tolist() == without.solution.choice.tolist()
+    assert with_kernel.cross_check.agrees and without.cross_check.agrees
+
+
+def test_the_kernel_leaves_binding_count_limits_to_the_numpy_path() -> None:
+    inst = _generated("memory", 50, 1, max_records=5)
+    assert not kernel.applies(inst)
+    assert kernel.applies(_generated("memory", 50, 1, max_records=50))  # a limit that cannot bind
+
+
+def test_the_kernel_rejects_mismatched_arrays() -> None:
+    from memsolve.solver import _kernel
+
+    tokens = np.zeros((3, 2), dtype=np.int64)
+    with pytest.raises(ValueError, match="array sizes"):
+        _kernel.solve(3, 2, tokens, tokens, np.zeros(5, dtype=np.uint8), 10,
+                      np.empty(3, dtype=np.int64), np.empty((3, 3), dtype=np.uint8))
