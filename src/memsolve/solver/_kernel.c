@@ -30,14 +30,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef KERNEL_TIMING
-#include <stdio.h>
-#include <time.h>
-static double now_ms(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
-#define MARK(label) fprintf(stderr, "%-10s %8.3f ms\n", label, now_ms() - t0)
-#else
-#define MARK(label)
-#endif
 
 typedef __int128 i128;
 
@@ -344,9 +336,6 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
     is_free = calloc((size_t)(n ? n : 1), 1);
     if (!hull || !hull_w || !hull_v || !hull_len || !floor_pos || !floor_opt || !inc || !gap || !has_alt || !is_free) goto done;
 
-#ifdef KERNEL_TIMING
-    double t0 = now_ms();
-#endif
     /* 1. hulls and increments */
     long on_hull = 0, usable_levels = 0;
     size_t m = 0;
@@ -362,8 +351,6 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
             m++;
         }
     }
-
-    MARK("hull");
     /* 2. the LP split and the floor */
     Increment split = {1, 0, 0.0};
     if (total > P->capacity && split_increment(inc, m, P->capacity, &split)) {
@@ -373,7 +360,6 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
         P->p = 0;
         P->q = 1;
     }
-    MARK("split");
     /* the floor: each row at its heaviest hull vertex reached by increments strictly more
        efficient than lambda; then, in input order, increments exactly as efficient as lambda
        while they fit: still each row's best level at lambda, and much closer to the capacity
@@ -451,8 +437,6 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
     rank_rows(rank_next, scratch, n_next, next_inc);
     rank_rows(rank_prev, scratch_prev, n_prev, prev_inc);
     free(scratch_prev);
-
-    MARK("floor");
     /* 3. phase 1: the optimum (value, then tokens) */
     int64_t inc_v = floor_v, inc_w = floor_w;
     size_t n_cand = 0;
@@ -467,11 +451,6 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
     /* rows are taken in order of their gap; sorting all of them would cost more than the whole
        search, so the order is built a chunk at a time as the search reaches it */
     size_t sorted = extend_sorted(cand, 0, &n_cand, gap, upper - (i128)P->q * inc_v);
-
-    MARK("sort");
-#ifdef KERNEL_TIMING
-    fprintf(stderr, "candidates %zu\n", n_cand);
-#endif
     /* a first incumbent: the floor, each candidate row (the closest chunk first, then the rest)
        raised to its most valuable level that still fits */
     greedy_opt = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
@@ -565,11 +544,6 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
         ((size_t *)layer_start.a)[layer_start.len++] = states.len;
         layers++;
     }
-
-    MARK("phase1");
-#ifdef KERNEL_TIMING
-    { size_t left = 0; for (size_t c = 0; c < n_cand; c++) if (upper - gap[cand[c].row] >= (i128)P->q * inc_v) left++; fprintf(stderr, "cand after %zu layers %zu states %zu\n", left, layers, generated); }
-#endif
     /* the optimum x*: the floor, with the incumbent's changes */
     rebuild_incumbent(choice, floor_opt, n, states.a, layer_start.a, cand, greedy_opt, inc_layer, inc_parent, inc_option);
     int64_t best_v = inc_v, best_w = inc_w;
@@ -691,7 +665,6 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
         /* the tie-rule DP gave up: report phase 1's optimum */
         rebuild_incumbent(choice, floor_opt, n, states.a, layer_start.a, cand, greedy_opt, inc_layer, inc_parent, inc_option);
     }
-    MARK("phase2");
     for (Py_ssize_t i = 0; i < n; i++)
         if (choice[i] == k) choice[i] = -1;
 

@@ -6,6 +6,10 @@ rows still to come cannot reach the incumbent. Reconstruction runs first to last
 row the highest fidelity that still completes an optimal allocation, as the dense DP does.
 With a count limit the core is handed to the dense DP (its table includes the count) when
 small enough, else to CP-SAT.
+
+Without a binding count limit, when the compiled kernel is built (:mod:`.kernel`), the engines
+use :func:`solve_kernel_reduced` instead: the same reductions and tie rule in C, with an
+expanding core; this module's numpy path remains the fallback and the count-limit solver.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """Exact reductions: shrink a multiple-choice knapsack to the small core that needs search.
 
+(The numpy path. The compiled kernel, ``_kernel.c``, applies the same steps in exact integer
+arithmetic when it is built and no count limit binds.)
+
 Works on the scaled integer instance (values v_ij, sizes s_ij; delete is the point (0, 0)).
 Every step keeps every optimal allocation, so the tie rule can still be applied on the core:
 
