@@ -15,7 +15,6 @@ from .test_exact import feasible_choices, instances
 from .test_reduce import _generated
 
 
-
 def test_the_kernel_is_built() -> None:
     """pip builds it wherever a C compiler exists (CI has one); a silent fallback would hide it."""
     assert kernel._kernel is not None, "memsolve.solver._kernel did not build: see pip's output"

@@ -18,9 +18,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..errors import SolverError
 from .cpsat import solve_cpsat
 from .dp import solve_dp as dense_dp
-from ..errors import SolverError
 from .instance import OPTIMAL, SKIPPED, Instance, Scaled, Solution, make_solution, scaled_value
 from .kernel import solve_kernel
 from .reduce import Reduction, Relaxation, closest_rows, fix, relax
