@@ -107,7 +107,11 @@ static int split_increment(Increment *inc, size_t m, int64_t cap, Increment *spl
 static int compare_candidates(const void *a, const void *b) {
     const Candidate *x = a, *y = b;
     if (x->gap != y->gap) return x->gap < y->gap ? -1 : 1;
-    return (x->row > y->row) - (x->row < y->row);
+    /* equal gaps in a scrambled (but fixed) order: rows that can only give tokens back and rows
+       that can only take more usually come in input-order runs (the tie fill), and the search
+       needs both kinds early to reach the capacity exactly */
+    uint64_t kx = (uint64_t)x->row * 0x9E3779B97F4A7C15ULL, ky = (uint64_t)y->row * 0x9E3779B97F4A7C15ULL;
+    return (kx > ky) - (kx < ky);
 }
 
 static void swap_candidates(Candidate *a, Candidate *b) { Candidate t = *a; *a = *b; *b = t; }
