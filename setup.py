@@ -1,5 +1,7 @@
 """Builds the optional compiled kernel; without a C compiler memsolve installs and runs on numpy alone."""
 
+import os
+
 from setuptools import Extension, setup
 
 setup(
@@ -7,6 +9,9 @@ setup(
         Extension(
             "memsolve.solver._kernel",
             sources=["src/memsolve/solver/_kernel.c"],
+            # no fused multiply-add: scaling must round exactly as numpy does
+            extra_compile_args=["-ffp-contract=off"] if os.name == "posix" else [],
+            libraries=["m"] if os.name == "posix" else [],
             optional=True,  # a failed build leaves the pure-numpy engines, never a failed install
         )
     ]

@@ -30,6 +30,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 
 typedef __int128 i128;
 
@@ -159,23 +160,51 @@ static size_t extend_sorted(Candidate *cand, size_t sorted, size_t *n_cand, cons
    for the RANKED rows with the largest (smallest) efficiencies; past them lambda itself is used. */
 #define RANKED 128
 typedef struct {
-    Candidate rank[RANKED];  /* gap field: -efficiency (next) or efficiency (into R) */
+    Candidate rank[RANKED];  /* gap field: the key, -efficiency (next) or efficiency (into R) */
     Increment inc[RANKED];
-    size_t len;
-    double boundary;         /* the last ranked key: rows outside the ranking are >= it */
+    size_t len, offered;
+    double boundary;         /* the last ranked key: rows outside the ranking have keys >= it */
 } Ranking;
 
-static void rank_rows(Ranking *rk, Candidate *scratch, size_t len, const Increment *of_row) {
-    size_t m = len < RANKED ? len : RANKED;
-    if (len > m) select_smallest(scratch, len, m);
-    qsort(scratch, m, sizeof(Candidate), compare_candidates);
-    rk->len = m;
-    rk->boundary = m ? scratch[m - 1].gap : 0.0;
-    for (size_t a = 0; a < m; a++) {
-        rk->rank[a] = scratch[a];
-        rk->inc[a] = of_row[scratch[a].row];
+static void swap_ranked(Ranking *rk, size_t a, size_t b) {
+    Candidate c = rk->rank[a]; rk->rank[a] = rk->rank[b]; rk->rank[b] = c;
+    Increment x = rk->inc[a]; rk->inc[a] = rk->inc[b]; rk->inc[b] = x;
+}
+
+/* Offers a row to the ranking, which keeps the RANKED smallest keys (a max-heap while filling:
+   most rows are turned away by one comparison). */
+static void rank_offer(Ranking *rk, double key, Py_ssize_t row, Increment inc) {
+    rk->offered++;
+    size_t at;
+    if (rk->len < RANKED) {
+        at = rk->len++;
+        rk->rank[at] = (Candidate){key, row};
+        rk->inc[at] = inc;
+        while (at > 0 && rk->rank[(at - 1) / 2].gap < rk->rank[at].gap) {
+            swap_ranked(rk, at, (at - 1) / 2);
+            at = (at - 1) / 2;
+        }
+        return;
     }
-    if (len <= m) rk->boundary = 1e308;  /* every row is ranked */
+    if (key >= rk->rank[0].gap) return;
+    rk->rank[0] = (Candidate){key, row};
+    rk->inc[0] = inc;
+    at = 0;
+    for (;;) {
+        size_t l = 2 * at + 1, r = l + 1, top = at;
+        if (l < rk->len && rk->rank[l].gap > rk->rank[top].gap) top = l;
+        if (r < rk->len && rk->rank[r].gap > rk->rank[top].gap) top = r;
+        if (top == at) break;
+        swap_ranked(rk, at, top);
+        at = top;
+    }
+}
+
+static void rank_finish(Ranking *rk) {
+    double boundary = 0.0;
+    for (size_t a = 0; a < rk->len; a++)
+        if (a == 0 || rk->rank[a].gap > boundary) boundary = rk->rank[a].gap;
+    rk->boundary = rk->offered > rk->len ? boundary : 1e308;  /* 1e308: every row is ranked */
 }
 
 /* The extreme efficiency among ranked rows not yet searched: `largest` for "next" increments.
@@ -323,8 +352,6 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
     Vec pairs = {NULL, 0, 0, sizeof(Pair)}, pair_start = {NULL, 0, 0, sizeof(size_t)};
     Py_ssize_t *free_rows = NULL;
     int32_t *greedy_opt = NULL;
-    Increment *next_inc = NULL, *prev_inc = NULL;
-    Candidate *scratch = NULL;
     unsigned char *searched = NULL;
     Ranking *rank_next = NULL, *rank_prev = NULL;
 
@@ -390,18 +417,10 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
     }
     /* each row's best value at lambda, its gap to the next best option, and the increments
        around its reference, ranked for Pisinger's bound */
-    next_inc = calloc((size_t)(n ? n : 1), sizeof(Increment));
-    prev_inc = calloc((size_t)(n ? n : 1), sizeof(Increment));
-    scratch = malloc(sizeof(Candidate) * (size_t)(n ? n : 1));
-    Candidate *scratch_prev = malloc(sizeof(Candidate) * (size_t)(n ? n : 1));
     searched = calloc((size_t)(n ? n : 1), 1);
-    rank_next = malloc(sizeof(Ranking));
-    rank_prev = malloc(sizeof(Ranking));
-    if (!next_inc || !prev_inc || !scratch || !scratch_prev || !searched || !rank_next || !rank_prev) {
-        free(scratch_prev);
-        goto done;
-    }
-    size_t n_next = 0, n_prev = 0;
+    rank_next = calloc(1, sizeof(Ranking));
+    rank_prev = calloc(1, sizeof(Ranking));
+    if (!searched || !rank_next || !rank_prev) goto done;
     i128 upper = (i128)P->p * P->capacity;
     for (Py_ssize_t i = 0; i < n; i++) {
         size_t at = (size_t)i * (size_t)(k + 1);
@@ -429,18 +448,17 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
         has_alt[i] = (unsigned char)any;
         gap[i] = any ? best - second : 0;
         if (t + 1 < hull_len[i]) {
-            next_inc[i] = increment(hull_w[at + t + 1] - fw, hull_v[at + t + 1] - fv);
-            scratch[n_next++] = (Candidate){-next_inc[i].eff, i};
+            Increment x = increment(hull_w[at + t + 1] - fw, hull_v[at + t + 1] - fv);
+            rank_offer(rank_next, -x.eff, i, x);
         }
         if (t > 0) {
-            prev_inc[i] = increment(fw - hull_w[at + t - 1], fv - hull_v[at + t - 1]);
-            scratch_prev[n_prev++] = (Candidate){prev_inc[i].eff, i};
+            Increment x = increment(fw - hull_w[at + t - 1], fv - hull_v[at + t - 1]);
+            rank_offer(rank_prev, x.eff, i, x);
         }
     }
     P->upper = upper;
-    rank_rows(rank_next, scratch, n_next, next_inc);
-    rank_rows(rank_prev, scratch_prev, n_prev, prev_inc);
-    free(scratch_prev);
+    rank_finish(rank_next);
+    rank_finish(rank_prev);
     /* 3. phase 1: the optimum (value, then tokens) */
     int64_t inc_v = floor_v, inc_w = floor_w;
     size_t n_cand = 0;
@@ -688,7 +706,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
 done:
     free(hull); free(hull_w); free(hull_v); free(hull_len); free(floor_pos); free(greedy_opt); free(floor_opt); free(inc); free(cand); free(gap);
     free(has_alt); free(is_free); free(states.a); free(layer_start.a); free(pairs.a);
-    free(pair_start.a); free(free_rows); free(next_inc); free(prev_inc); free(scratch); free(searched);
+    free(pair_start.a); free(free_rows); free(searched);
     free(rank_next); free(rank_prev);
     return rc;
 }
@@ -705,6 +723,7 @@ static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int w
 }
 
 static PyObject *kernel_solve(PyObject *self, PyObject *args) {
+    (void)self;
     PyObject *o_tokens, *o_values, *o_usable, *o_choice, *o_keep;
     long long capacity;
     Py_ssize_t n, k;
@@ -751,9 +770,73 @@ release:
     return out;
 }
 
+/* Scaling, as instance.scale does it in numpy (the same IEEE operations, no fused multiply-add,
+   so the integers are identical): pass 1 gives each row's best positive net value (the caller
+   sums them with numpy to choose the factor), pass 2 the scaled integer values and usable mask. */
+static PyObject *kernel_scale(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_tokens, *o_utility, *o_mask, *o_out, *o_usable;
+    Py_ssize_t n, k;
+    double price, factor;
+    long long budget;
+    if (!PyArg_ParseTuple(args, "nnOOOdLdOO", &n, &k, &o_tokens, &o_utility, &o_mask, &price, &budget, &factor,
+                          &o_out, &o_usable))
+        return NULL;
+    Py_buffer bt, bu, bm, bo, bs;
+    int passes_best = factor <= 0.0;  /* factor 0: pass 1 (o_out is a float (n,) array) */
+    if (get_buffer(o_tokens, &bt, 8, 0, "tokens") < 0) return NULL;
+    if (get_buffer(o_utility, &bu, 8, 0, "utility") < 0) { PyBuffer_Release(&bt); return NULL; }
+    if (get_buffer(o_mask, &bm, 1, 0, "mask") < 0) { PyBuffer_Release(&bt); PyBuffer_Release(&bu); return NULL; }
+    if (get_buffer(o_out, &bo, 8, 1, "out") < 0) {
+        PyBuffer_Release(&bt); PyBuffer_Release(&bu); PyBuffer_Release(&bm); return NULL;
+    }
+    if (get_buffer(o_usable, &bs, 1, 1, "usable") < 0) {
+        PyBuffer_Release(&bt); PyBuffer_Release(&bu); PyBuffer_Release(&bm); PyBuffer_Release(&bo); return NULL;
+    }
+    PyObject *result = NULL;
+    if (bt.len != n * k * 8 || bu.len != n * k * 8 || bm.len != n * k
+        || bo.len != (passes_best ? n : n * k) * 8 || bs.len != (passes_best ? 0 : n * k)) {
+        PyErr_SetString(PyExc_ValueError, "array sizes do not match (n, k)");
+        goto release;
+    }
+    const int64_t *t = bt.buf;
+    const double *u = bu.buf;
+    const uint8_t *m = bm.buf;
+    Py_BEGIN_ALLOW_THREADS
+    if (passes_best) {
+        double *best = bo.buf;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double b = 0.0;
+            for (Py_ssize_t j = i * k; j < (i + 1) * k; j++) {
+                if (!m[j] || t[j] > budget) continue;
+                double net = u[j] - price * (double)t[j];
+                if (net > b) b = net;
+            }
+            best[i] = b;
+        }
+    } else {
+        int64_t *values = bo.buf;
+        uint8_t *usable = bs.buf;
+        for (Py_ssize_t j = 0; j < n * k; j++) {
+            int offered = m[j] && t[j] <= budget;
+            double net = offered ? u[j] - price * (double)t[j] : 0.0;
+            values[j] = (int64_t)rint(net * factor);
+            usable[j] = (uint8_t)(offered && values[j] > 0);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+release:
+    PyBuffer_Release(&bt); PyBuffer_Release(&bu); PyBuffer_Release(&bm); PyBuffer_Release(&bo); PyBuffer_Release(&bs);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"solve", kernel_solve, METH_VARARGS,
      "solve(n, k, tokens, values, usable, capacity, choice, keep) -> info tuple, or None past the state limit"},
+    {"scale", kernel_scale, METH_VARARGS,
+     "scale(n, k, tokens, utility, mask, price, budget, factor, out, usable): factor 0 -> row bests"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -65,12 +65,31 @@ class Scaled:
 
 
 def scale(instance: Instance) -> Scaled:
-    """Integer values at one scale S ≤ 10**6 chosen so that no sum can overflow."""
-    net = instance.net()
-    offered = instance.mask & (instance.tokens <= instance.budget)
-    positive = np.where(offered, np.maximum(net, 0.0), 0.0)
-    total = float(positive.max(axis=1).sum()) if instance.n else 0.0
+    """Integer values at one scale S ≤ 10**6 chosen so that no sum can overflow.
+
+    The compiled kernel, when built, does the same IEEE operations in one pass each (the
+    integers are identical; tests/solver/test_kernel.py checks it).
+    """
+    from .kernel import compiled  # here, not at the top: kernel.py builds on this module
+
+    module = compiled()
+    n, k = instance.n, instance.k
+    if module is not None:
+        tokens, utility = np.ascontiguousarray(instance.tokens), np.ascontiguousarray(instance.utility)
+        mask = np.ascontiguousarray(instance.mask).view(np.uint8)
+        best = np.empty(n)
+        module.scale(n, k, tokens, utility, mask, instance.price, instance.budget, 0.0, best, np.empty(0, np.uint8))
+    else:
+        net = instance.net()
+        offered = instance.mask & (instance.tokens <= instance.budget)
+        best = np.where(offered, np.maximum(net, 0.0), 0.0).max(axis=1, initial=0.0)
+    total = float(best.sum()) if n else 0.0
     factor = MAX_SCALE if total * MAX_SCALE < _VALUE_ROOM else _VALUE_ROOM / total
+    if module is not None:
+        values = np.empty((n, k), dtype=np.int64)
+        usable = np.empty((n, k), dtype=np.uint8)
+        module.scale(n, k, tokens, utility, mask, instance.price, instance.budget, factor, values, usable)
+        return Scaled(values, usable.view(bool), factor)
     values = np.rint(np.where(offered, net, 0.0) * factor).astype(np.int64)
     return Scaled(values, offered & (values > 0), factor)
 

@@ -49,6 +49,11 @@ def enabled() -> bool:
     return _kernel is not None and os.environ.get("MEMSOLVE_KERNEL", "").lower() != "numpy"
 
 
+def compiled():
+    """The compiled module when enabled, else None."""
+    return _kernel if enabled() else None
+
+
 def applies(instance: Instance) -> bool:
     """The kernel takes instances without a binding count limit and within its number range."""
     unlimited = instance.max_records is None or instance.max_records >= instance.n
@@ -61,7 +66,7 @@ def solve_kernel(instance: Instance, scaled: Scaled) -> KernelResult | None:
     n, k = instance.n, instance.k
     tokens = np.ascontiguousarray(instance.tokens, dtype=np.int64)
     values = np.ascontiguousarray(scaled.values, dtype=np.int64)
-    usable = np.ascontiguousarray(scaled.usable, dtype=np.uint8)
+    usable = np.ascontiguousarray(scaled.usable).view(np.uint8)
     choice = np.empty(n, dtype=np.int64)
     keep = np.empty((n, k + 1), dtype=np.uint8)
     info = _kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep)
