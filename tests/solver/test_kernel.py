@@ -53,6 +53,7 @@ def test_kernel_equals_exhaustive_search_with_many_ties(inst) -> None:
         if key(choice) is not None and key(choice)[:2] == best:
             assert all(result.keep[i, j if j >= 0 else inst.k] for i, j in enumerate(choice))
     assert result.value == best[0] and result.tokens == -best[1]
+    assert result.core.tolist() == np.flatnonzero(result.keep.sum(axis=1) > 1).tolist()
     assert result.upper_bound >= result.value
 
 
@@ -137,4 +138,4 @@ def test_the_kernel_rejects_mismatched_arrays() -> None:
     tokens = np.zeros((3, 2), dtype=np.int64)
     with pytest.raises(ValueError, match="array sizes"):
         _kernel.solve(3, 2, tokens, tokens, np.zeros(5, dtype=np.uint8), 10,
-                      np.empty(3, dtype=np.int64), np.empty((3, 3), dtype=np.uint8))
+                      np.empty(3, dtype=np.int64), np.empty((3, 3), dtype=np.uint8), np.empty(3, dtype=np.int64))

@@ -45,9 +45,10 @@ def make_instance(
     m = np.ones(t.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
     if m.shape != t.shape:
         raise InputError(f"mask must have shape {t.shape}, got {m.shape}")
-    if (t[m] < 0).any():
+    offered_t, offered_u = (t, u) if mask is None else (t[m], u[m])  # no copies without a mask
+    if (offered_t < 0).any():
         raise InputError("tokens must be >= 0")
-    if not np.isfinite(u[m]).all() or (u[m] < 0).any():
+    if not np.isfinite(offered_u).all() or (offered_u < 0).any():
         raise InputError("utilities must be finite and >= 0")
     if isinstance(budget, bool) or int(budget) != budget or budget < 0:
         raise InputError(f"budget must be an integer >= 0, got {budget!r}")
@@ -55,7 +56,7 @@ def make_instance(
         raise InputError(f"price must be finite and >= 0, got {price!r}")
     if max_records is not None and max_records < 0:
         raise InputError(f"max_records must be >= 0, got {max_records!r}")
-    return Instance(t, np.where(m, u, 0.0), m, int(budget), float(price), max_records)
+    return Instance(t, u if mask is None else np.where(m, u, 0.0), m, int(budget), float(price), max_records)
 
 
 def solve_arrays(

@@ -105,6 +105,11 @@ static int split_increment(Increment *inc, size_t m, int64_t cap, Increment *spl
     return 0;
 }
 
+static int compare_rows(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
 static int compare_candidates(const void *a, const void *b) {
     const Candidate *x = a, *y = b;
     if (x->gap != y->gap) return x->gap < y->gap ? -1 : 1;
@@ -336,9 +341,48 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
     }
 }
 
+/* Scratch memory kept between calls: a fresh 100,000-row solve would otherwise fault in ~30 MB
+   of new pages every call, which measured 10 of its 25 ms. Calls hold the GIL, so one
+   workspace serves them all; past KEEP_BYTES it is released after the call. */
+#define KEEP_BYTES ((size_t)64 << 20)
+enum { W_HULL, W_HULL_W, W_HULL_V, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
+       W_CAND, W_GREEDY, W_SLOTS };
+static void *ws_buffer[W_SLOTS];
+static size_t ws_size[W_SLOTS];
+static Vec ws_states = {NULL, 0, 0, sizeof(State)}, ws_layer_start = {NULL, 0, 0, sizeof(size_t)};
+static Vec ws_pairs = {NULL, 0, 0, sizeof(Pair)}, ws_pair_start = {NULL, 0, 0, sizeof(size_t)};
+
+static void *scratch(int slot, size_t count, size_t size) {
+    size_t bytes = (count ? count : 1) * size;
+    if (ws_size[slot] < bytes) {
+        free(ws_buffer[slot]);
+        ws_buffer[slot] = malloc(bytes);
+        ws_size[slot] = ws_buffer[slot] ? bytes : 0;
+    }
+    return ws_buffer[slot];
+}
+
+static void release_vec(Vec *vec) {
+    free(vec->a);
+    vec->a = NULL;
+    vec->len = vec->cap = 0;
+}
+
+static void trim_workspace(void) {
+    size_t total = ws_states.cap * ws_states.size + ws_pairs.cap * ws_pairs.size;
+    for (int slot = 0; slot < W_SLOTS; slot++) total += ws_size[slot];
+    if (total <= KEEP_BYTES) return;
+    for (int slot = 0; slot < W_SLOTS; slot++) {
+        free(ws_buffer[slot]);
+        ws_buffer[slot] = NULL;
+        ws_size[slot] = 0;
+    }
+    release_vec(&ws_states); release_vec(&ws_layer_start); release_vec(&ws_pairs); release_vec(&ws_pair_start);
+}
+
 /* Returns 0 on success, 1 when phase 1 exceeded its limit, 2 on an internal inconsistency,
    -1 on memory failure. */
-static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
+static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, double *info) {
     Py_ssize_t n = P->n, k = P->k;
     int rc = -1;
     int32_t *hull = NULL, *floor_opt = NULL;
@@ -347,25 +391,23 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
     Increment *inc = NULL;
     Candidate *cand = NULL;
     i128 *gap = NULL;
-    unsigned char *has_alt = NULL, *is_free = NULL;
-    Vec states = {NULL, 0, 0, sizeof(State)}, layer_start = {NULL, 0, 0, sizeof(size_t)};
-    Vec pairs = {NULL, 0, 0, sizeof(Pair)}, pair_start = {NULL, 0, 0, sizeof(size_t)};
-    Py_ssize_t *free_rows = NULL;
+    unsigned char *has_alt = NULL;
+    Vec states = ws_states, layer_start = ws_layer_start, pairs = ws_pairs, pair_start = ws_pair_start;
+    states.len = layer_start.len = pairs.len = pair_start.len = 0;
     int32_t *greedy_opt = NULL;
     unsigned char *searched = NULL;
-    Ranking *rank_next = NULL, *rank_prev = NULL;
+    static Ranking rank_next, rank_prev;
 
-    hull = malloc(sizeof(int32_t) * (size_t)(n ? n : 1) * (size_t)(k + 1));
-    hull_len = malloc(sizeof(int) * (size_t)(n ? n : 1));
-    hull_w = malloc(sizeof(int64_t) * (size_t)(n ? n : 1) * (size_t)(k + 1));
-    hull_v = malloc(sizeof(int64_t) * (size_t)(n ? n : 1) * (size_t)(k + 1));
-    floor_pos = malloc(sizeof(int) * (size_t)(n ? n : 1));
-    floor_opt = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
-    inc = malloc(sizeof(Increment) * (size_t)(n ? n : 1) * (size_t)(k + 1));
-    gap = malloc(sizeof(i128) * (size_t)(n ? n : 1));
-    has_alt = calloc((size_t)(n ? n : 1), 1);
-    is_free = calloc((size_t)(n ? n : 1), 1);
-    if (!hull || !hull_w || !hull_v || !hull_len || !floor_pos || !floor_opt || !inc || !gap || !has_alt || !is_free) goto done;
+    hull = scratch(W_HULL, (size_t)n * (size_t)(k + 1), sizeof(int32_t));
+    hull_len = scratch(W_HULL_LEN, (size_t)n, sizeof(int));
+    hull_w = scratch(W_HULL_W, (size_t)n * (size_t)(k + 1), sizeof(int64_t));
+    hull_v = scratch(W_HULL_V, (size_t)n * (size_t)(k + 1), sizeof(int64_t));
+    floor_pos = scratch(W_FLOOR_POS, (size_t)n, sizeof(int));
+    floor_opt = scratch(W_FLOOR_OPT, (size_t)n, sizeof(int32_t));
+    inc = scratch(W_INC, (size_t)n * (size_t)(k + 1), sizeof(Increment));
+    gap = scratch(W_GAP, (size_t)n, sizeof(i128));
+    has_alt = scratch(W_HAS_ALT, (size_t)n, 1);
+    if (!hull || !hull_w || !hull_v || !hull_len || !floor_pos || !floor_opt || !inc || !gap || !has_alt) goto done;
 
     /* 1. hulls and increments */
     long on_hull = 0, usable_levels = 0;
@@ -417,10 +459,11 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
     }
     /* each row's best value at lambda, its gap to the next best option, and the increments
        around its reference, ranked for Pisinger's bound */
-    searched = calloc((size_t)(n ? n : 1), 1);
-    rank_next = calloc(1, sizeof(Ranking));
-    rank_prev = calloc(1, sizeof(Ranking));
-    if (!searched || !rank_next || !rank_prev) goto done;
+    searched = scratch(W_SEARCHED, (size_t)n, 1);
+    if (searched) memset(searched, 0, (size_t)n);
+    memset(&rank_next, 0, sizeof rank_next);
+    memset(&rank_prev, 0, sizeof rank_prev);
+    if (!searched) goto done;
     i128 upper = (i128)P->p * P->capacity;
     for (Py_ssize_t i = 0; i < n; i++) {
         size_t at = (size_t)i * (size_t)(k + 1);
@@ -449,20 +492,20 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
         gap[i] = any ? best - second : 0;
         if (t + 1 < hull_len[i]) {
             Increment x = increment(hull_w[at + t + 1] - fw, hull_v[at + t + 1] - fv);
-            rank_offer(rank_next, -x.eff, i, x);
+            rank_offer(&rank_next, -x.eff, i, x);
         }
         if (t > 0) {
             Increment x = increment(fw - hull_w[at + t - 1], fv - hull_v[at + t - 1]);
-            rank_offer(rank_prev, x.eff, i, x);
+            rank_offer(&rank_prev, x.eff, i, x);
         }
     }
     P->upper = upper;
-    rank_finish(rank_next);
-    rank_finish(rank_prev);
+    rank_finish(&rank_next);
+    rank_finish(&rank_prev);
     /* 3. phase 1: the optimum (value, then tokens) */
     int64_t inc_v = floor_v, inc_w = floor_w;
     size_t n_cand = 0;
-    cand = malloc(sizeof(Candidate) * (size_t)(n ? n : 1));
+    cand = scratch(W_CAND, (size_t)n, sizeof(Candidate));
     if (!cand) goto done;
     for (Py_ssize_t i = 0; i < n; i++)
         if (has_alt[i] && upper - gap[i] >= (i128)P->q * inc_v) {
@@ -475,7 +518,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
     size_t sorted = extend_sorted(cand, 0, &n_cand, gap, upper - (i128)P->q * inc_v);
     /* a first incumbent: the floor, each candidate row (the closest chunk first, then the rest)
        raised to its most valuable level that still fits */
-    greedy_opt = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+    greedy_opt = scratch(W_GREEDY, (size_t)n, sizeof(int32_t));
     if (!greedy_opt) goto done;
     for (Py_ssize_t i = 0; i < n; i++) greedy_opt[i] = floor_opt[i];
     for (size_t c = 0; c < n_cand && inc_w < P->capacity; c++) {  /* the sorted chunk first */
@@ -519,7 +562,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
         searched[r] = 1;
         /* the multipliers of Pisinger's bound over the rows still outside the search */
         Increment lo = increment(P->q, P->p), hi = lo;
-        int lo_state = extreme(rank_next, searched, 1, &lo), hi_state = extreme(rank_prev, searched, 0, &hi);
+        int lo_state = extreme(&rank_next, searched, 1, &lo), hi_state = extreme(&rank_prev, searched, 0, &hi);
         if (lo_state < 0) lo = increment(1, 0);  /* no row can take more tokens: adds no value */
         if (lo_state == 0) lo = increment(P->q, P->p);
         if (hi_state == 0) hi = increment(P->q, P->p);
@@ -591,8 +634,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
             }
         }
         if (kept > 1) {
-            is_free[r] = 1;
-            n_free++;
+            core[n_free++] = r;
             rest_w -= option_w(P, r, (Py_ssize_t)choice[r]);
             rest_v -= option_v(P, r, (Py_ssize_t)choice[r]);
         } else {
@@ -602,11 +644,8 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
     int tie_rule = 1;
     size_t generated2 = 0;
     if (n_free) {
-        free_rows = malloc(sizeof(Py_ssize_t) * n_free);
-        if (!free_rows) goto done;
-        size_t f = 0;
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (is_free[i]) free_rows[f++] = i;
+        qsort(core, n_free, sizeof(int64_t), compare_rows);
+        const int64_t *free_rows = core;
         /* rest_w, rest_v: tokens and value of the fixed rows; layer j holds the suffix
            free_rows[j..] (layer n_free is the empty suffix) */
         int64_t room = best_w - rest_w;
@@ -704,10 +743,8 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, double *info) {
     info[11] = (double)generated2;
     rc = 0;
 done:
-    free(hull); free(hull_w); free(hull_v); free(hull_len); free(floor_pos); free(greedy_opt); free(floor_opt); free(inc); free(cand); free(gap);
-    free(has_alt); free(is_free); free(states.a); free(layer_start.a); free(pairs.a);
-    free(pair_start.a); free(free_rows); free(searched);
-    free(rank_next); free(rank_prev);
+    ws_states = states; ws_layer_start = layer_start; ws_pairs = pairs; ws_pair_start = pair_start;
+    trim_workspace();
     return rc;
 }
 
@@ -724,16 +761,17 @@ static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int w
 
 static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o_tokens, *o_values, *o_usable, *o_choice, *o_keep;
+    PyObject *o_tokens, *o_values, *o_usable, *o_choice, *o_keep, *o_core;
     long long capacity;
     Py_ssize_t n, k;
-    if (!PyArg_ParseTuple(args, "nnOOOLOO", &n, &k, &o_tokens, &o_values, &o_usable, &capacity, &o_choice, &o_keep))
+    if (!PyArg_ParseTuple(args, "nnOOOLOOO", &n, &k, &o_tokens, &o_values, &o_usable, &capacity, &o_choice, &o_keep,
+                          &o_core))
         return NULL;
     if (k < 0 || k > 62 || n < 0) {
         PyErr_SetString(PyExc_ValueError, "the kernel takes 0..62 levels per row");
         return NULL;
     }
-    Py_buffer b_tokens, b_values, b_usable, b_choice, b_keep;
+    Py_buffer b_tokens, b_values, b_usable, b_choice, b_keep, b_core;
     if (get_buffer(o_tokens, &b_tokens, 8, 0, "tokens") < 0) return NULL;
     if (get_buffer(o_values, &b_values, 8, 0, "values") < 0) { PyBuffer_Release(&b_tokens); return NULL; }
     if (get_buffer(o_usable, &b_usable, 1, 0, "usable") < 0) {
@@ -746,8 +784,12 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
         PyBuffer_Release(&b_tokens); PyBuffer_Release(&b_values); PyBuffer_Release(&b_usable);
         PyBuffer_Release(&b_choice); return NULL;
     }
+    if (get_buffer(o_core, &b_core, 8, 1, "core") < 0) {
+        PyBuffer_Release(&b_tokens); PyBuffer_Release(&b_values); PyBuffer_Release(&b_usable);
+        PyBuffer_Release(&b_choice); PyBuffer_Release(&b_keep); return NULL;
+    }
     PyObject *out = NULL;
-    if (b_tokens.len != n * k * 8 || b_values.len != n * k * 8 || b_usable.len != n * k || b_choice.len != n * 8
+    if (b_core.len != n * 8 || b_tokens.len != n * k * 8 || b_values.len != n * k * 8 || b_usable.len != n * k || b_choice.len != n * 8
         || b_keep.len != n * (k + 1)) {
         PyErr_SetString(PyExc_ValueError, "array sizes do not match (n, k)");
         goto release;
@@ -755,9 +797,7 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     Problem P = {n, k, b_tokens.buf, b_values.buf, b_usable.buf, (int64_t)capacity, 0, 1, 0};
     double info[12] = {0};
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = solve(&P, b_choice.buf, b_keep.buf, info);
-    Py_END_ALLOW_THREADS
+    rc = solve(&P, b_choice.buf, b_keep.buf, b_core.buf, info);  /* holds the GIL: one shared workspace */
     if (rc < 0) { PyErr_NoMemory(); goto release; }
     if (rc == 2) { PyErr_SetString(PyExc_RuntimeError, "kernel: the tie-rule states lost the optimum"); goto release; }
     if (rc == 1) { out = Py_None; Py_INCREF(out); goto release; }
@@ -766,7 +806,7 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
                         (long long)info[8], (int)info[9], (long long)info[10], (long long)info[11]);
 release:
     PyBuffer_Release(&b_tokens); PyBuffer_Release(&b_values); PyBuffer_Release(&b_usable);
-    PyBuffer_Release(&b_choice); PyBuffer_Release(&b_keep);
+    PyBuffer_Release(&b_choice); PyBuffer_Release(&b_keep); PyBuffer_Release(&b_core);
     return out;
 }
 
@@ -834,7 +874,7 @@ release:
 
 static PyMethodDef methods[] = {
     {"solve", kernel_solve, METH_VARARGS,
-     "solve(n, k, tokens, values, usable, capacity, choice, keep) -> info tuple, or None past the state limit"},
+     "solve(n, k, tokens, values, usable, capacity, choice, keep, core) -> info tuple, or None past the state limit"},
     {"scale", kernel_scale, METH_VARARGS,
      "scale(n, k, tokens, utility, mask, price, budget, factor, out, usable): factor 0 -> row bests"},
     {NULL, NULL, 0, NULL},

@@ -233,15 +233,16 @@ def solve_kernel_reduced(instance: Instance, scaled: Scaled) -> tuple[Solution, 
     result = solve_kernel(instance, scaled)
     if result is None:
         return None
-    in_core = result.keep.sum(axis=1) > 1
+    fixed_choice = result.choice.copy()
+    fixed_choice[result.core] = -1
     reduction = Reduction(
         multiplier=result.multiplier,
         upper_bound=result.upper_bound,
         incumbent=result.choice,
         incumbent_value=result.value,
         keep=result.keep,
-        core=np.flatnonzero(in_core),
-        fixed_choice=np.where(in_core, -1, result.choice),
+        core=result.core,
+        fixed_choice=fixed_choice,
         hull_levels=result.hull_levels,
         lp_dominated=result.lp_dominated,
     )

@@ -113,19 +113,23 @@ class Solution:
         return int((self.choice >= 0).sum())
 
 
+def chosen(choice: np.ndarray, k: int) -> np.ndarray:
+    """Flat indices (row·k + level) of the chosen levels, in row order; deleted rows have none."""
+    rows = np.flatnonzero(choice >= 0)
+    return rows * k + choice[rows]
+
+
 def evaluate(instance: Instance, choice: np.ndarray) -> tuple[float, float, int]:
     """Objective, utility and tokens of a choice (sums in row order: deterministic)."""
-    rows = np.flatnonzero(choice >= 0)
-    levels = choice[rows]
-    utility = instance.utility[rows, levels]
-    tokens = instance.tokens[rows, levels]
+    at = chosen(choice, instance.k)
+    utility = instance.utility.ravel()[at]
+    tokens = instance.tokens.ravel()[at]
     net = utility - instance.price * tokens
     return float(net.sum()), float(utility.sum()), int(tokens.sum())
 
 
 def scaled_value(scaled: Scaled, choice: np.ndarray) -> int:
-    rows = np.flatnonzero(choice >= 0)
-    return int(scaled.values[rows, choice[rows]].sum())
+    return int(scaled.values.ravel()[chosen(choice, scaled.values.shape[1])].sum())
 
 
 def make_solution(
@@ -154,8 +158,8 @@ def make_solution(
 
 def check_feasible(instance: Instance, choice: np.ndarray) -> None:
     """Assert the hard constraints; an engine that breaks them has a bug, not a bad input."""
-    rows = np.flatnonzero(choice >= 0)
-    assert instance.mask[rows, choice[rows]].all(), "chose a level that is not offered"
-    assert int(instance.tokens[rows, choice[rows]].sum()) <= instance.budget, "over budget"
+    at = chosen(choice, instance.k)
+    assert instance.mask.ravel()[at].all(), "chose a level that is not offered"
+    assert int(instance.tokens.ravel()[at].sum()) <= instance.budget, "over budget"
     if instance.max_records is not None:
-        assert len(rows) <= instance.max_records, "over the count limit"
+        assert len(at) <= instance.max_records, "over the count limit"

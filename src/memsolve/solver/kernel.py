@@ -33,6 +33,7 @@ class KernelResult:
 
     choice: np.ndarray  # int64 (n,): level per row, -1 delete
     keep: np.ndarray  # bool (n, k+1): levels that can be in an optimum (column k: delete)
+    core: np.ndarray  # int64: rows left with more than one such level, in input order
     multiplier: float  # λ* = p / q, scaled value per token
     upper_bound: float  # U(λ*), scaled
     value: int  # V*, scaled
@@ -40,7 +41,6 @@ class KernelResult:
     hull_levels: int
     lp_dominated: int
     searched_rows: int  # rows the optimum search enumerated
-    core_rows: int  # rows left with more than one possible level
     tie_rule: bool  # False: too many tied optima to order by fidelity; this is one of them
 
 
@@ -69,13 +69,15 @@ def solve_kernel(instance: Instance, scaled: Scaled) -> KernelResult | None:
     usable = np.ascontiguousarray(scaled.usable).view(np.uint8)
     choice = np.empty(n, dtype=np.int64)
     keep = np.empty((n, k + 1), dtype=np.uint8)
-    info = _kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep)
+    core = np.empty(n, dtype=np.int64)
+    info = _kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep, core)
     if info is None:
         return None
-    p, q, upper, value, used, hull, dominated, searched, core, tie_rule, _, _ = info
+    p, q, upper, value, used, hull, dominated, searched, core_rows, tie_rule, _, _ = info
     return KernelResult(
         choice=choice,
         keep=keep.view(bool),
+        core=core[: int(core_rows)],
         multiplier=p / q,
         upper_bound=upper,
         value=int(value),
@@ -83,6 +85,5 @@ def solve_kernel(instance: Instance, scaled: Scaled) -> KernelResult | None:
         hull_levels=int(hull),
         lp_dominated=int(dominated),
         searched_rows=int(searched),
-        core_rows=int(core),
         tie_rule=bool(tie_rule),
     )
