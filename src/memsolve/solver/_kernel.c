@@ -75,10 +75,56 @@ static uint64_t next_random(uint64_t *s) {
 
 /* The increment at which taking increments in decreasing efficiency first exceeds cap.
    Returns 0 when everything fits (lambda = 0). */
-static int split_increment(Increment *inc, size_t m, int64_t cap, Increment *split) {
+/* One pass that keeps the increments on one side of, or between, two pivots. */
+static size_t keep_group(Increment *inc, size_t m, const Increment *top, const Increment *bottom, int group) {
+    size_t out = 0;
+    for (size_t i = 0; i < m; i++) {
+        int g = compare_efficiency(&inc[i], top) > 0 ? 0 : compare_efficiency(&inc[i], bottom) >= 0 ? 1 : 2;
+        if (g == group) inc[out++] = inc[i];
+    }
+    return out;
+}
+
+static int split_increment(Increment *inc, size_t m, int64_t cap, int64_t total, Increment *band, Increment *split) {
     size_t lo = 0, hi = m;
     int64_t taken = 0;
     uint64_t seed = 0x9E3779B97F4A7C15ULL;  /* fixed: the same work on every run */
+    /* while the range is large: two pivots around the split's position in a sorted sample, one
+       pass that sums the weight above them and copies out the band between them (usually
+       where the split is: the next round works on a few percent of the range) */
+    while (hi - lo > 4096) {
+        Increment sample[64];
+        size_t len = hi - lo;
+        for (int a = 0; a < 64; a++) {
+            Increment x = inc[lo + next_random(&seed) % len];
+            int b = a - 1;
+            while (b >= 0 && compare_efficiency(&sample[b], &x) < 0) { sample[b + 1] = sample[b]; b--; }
+            sample[b + 1] = x;
+        }
+        double sample_w = 0.0, need = (double)(cap - taken), seen = 0.0;
+        for (int a = 0; a < 64; a++) sample_w += (double)sample[a].ds;
+        int at = 63;
+        for (int a = 0; a < 64; a++) {
+            seen += (double)sample[a].ds;
+            if (seen * (double)total / sample_w > need) { at = a; break; }
+        }
+        Increment top = sample[at >= 4 ? at - 4 : 0], bottom = sample[at + 4 <= 63 ? at + 4 : 63];
+        int64_t w_above = 0, w_band = 0;
+        size_t n_above = 0, n_band = 0;
+        for (size_t i = lo; i < hi; i++) {
+            if (compare_efficiency(&inc[i], &top) > 0) { w_above += inc[i].ds; n_above++; }
+            else if (compare_efficiency(&inc[i], &bottom) >= 0) { w_band += inc[i].ds; band[n_band++] = inc[i]; }
+        }
+        int group;
+        if (taken + w_above > cap) group = 0, total = w_above;
+        else if (taken + w_above + w_band > cap) group = 1, taken += w_above, total = w_band;
+        else group = 2, taken += w_above + w_band, total -= w_above + w_band;
+        size_t kept = group == 1 ? n_band : group == 0 ? n_above : len - n_above - n_band;
+        if (kept == len) break;  /* no progress (a block of equal efficiencies): quickselect */
+        if (group == 1) memcpy(inc + lo, band, n_band * sizeof(Increment));
+        else keep_group(inc + lo, len, &top, &bottom, group);
+        hi = lo + kept;
+    }
     while (hi > lo) {
         Increment pivot = inc[lo + next_random(&seed) % (hi - lo)];
         size_t i = lo, gt = lo, lt = hi;
@@ -297,6 +343,23 @@ static int build_hull(const Problem *P, Py_ssize_t i, int32_t *hull, int64_t *hw
     int m = 0;
     const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
     const uint8_t *ok = P->usable + i * k;
+    /* the usual row: lower fidelities strictly lighter and worth strictly less, so the points
+       arrive sorted and undominated; only the convexity test remains */
+    int h = 1;
+    hull[0] = (int32_t)k; hw[0] = 0; hv[0] = 0;
+    for (Py_ssize_t o = k - 1; o >= 0; o--) {
+        if (!ok[o]) continue;
+        int64_t w = tw[o], v = tv[o];
+        if (w <= hw[h - 1] || v <= hv[h - 1]) { h = -1; break; }
+        while (h >= 2 && (i128)(hv[h - 1] - hv[h - 2]) * (w - hw[h - 1]) <= (i128)(v - hv[h - 1]) * (hw[h - 1] - hw[h - 2]))
+            h--;
+        hull[h] = (int32_t)o; hw[h] = w; hv[h] = v;
+        h++;
+    }
+    if (h > 0) {
+        *on_hull += h - 1;
+        return h;
+    }
     /* delete, then levels from the lowest fidelity up: usually already in token order */
     po[0] = (int32_t)k; pw[0] = 0; pv[0] = 0; m = 1;
     for (Py_ssize_t o = k - 1; o >= 0; o--) {
@@ -311,7 +374,7 @@ static int build_hull(const Problem *P, Py_ssize_t i, int32_t *hull, int64_t *hw
         po[b + 1] = (int32_t)o; pw[b + 1] = w; pv[b + 1] = v;
         m++;
     }
-    int h = 0;
+    h = 0;
     int64_t best_v = -1;
     for (int a = 0; a < m; a++) {
         int64_t w = pw[a], v = pv[a];
@@ -346,7 +409,7 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
    workspace serves them all; past KEEP_BYTES it is released after the call. */
 #define KEEP_BYTES ((size_t)64 << 20)
 enum { W_HULL, W_HULL_W, W_HULL_V, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
-       W_CAND, W_GREEDY, W_SLOTS };
+       W_CAND, W_GREEDY, W_BAND, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
 static Vec ws_states = {NULL, 0, 0, sizeof(State)}, ws_layer_start = {NULL, 0, 0, sizeof(size_t)};
@@ -426,7 +489,9 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, doub
     }
     /* 2. the LP split and the floor */
     Increment split = {1, 0, 0.0};
-    if (total > P->capacity && split_increment(inc, m, P->capacity, &split)) {
+    Increment *band = scratch(W_BAND, m, sizeof(Increment));
+    if (!band) goto done;
+    if (total > P->capacity && split_increment(inc, m, P->capacity, total, band, &split)) {
         P->p = split.dv;
         P->q = split.ds;
     } else {
