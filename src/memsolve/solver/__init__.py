@@ -41,7 +41,7 @@ def make_instance(
         raise InputError(f"tokens and utility must both be (n, k) arrays, got {t.shape} and {u.shape}")
     if t.size and not np.issubdtype(t.dtype, np.integer):
         raise InputError(f"tokens must be integers, got dtype {t.dtype}")
-    t = t.astype(np.int64)
+    t = t.astype(np.int64, copy=False)
     m = np.ones(t.shape, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
     if m.shape != t.shape:
         raise InputError(f"mask must have shape {t.shape}, got {m.shape}")

@@ -119,17 +119,18 @@ def chosen(choice: np.ndarray, k: int) -> np.ndarray:
     return rows * k + choice[rows]
 
 
-def evaluate(instance: Instance, choice: np.ndarray) -> tuple[float, float, int]:
+def evaluate(instance: Instance, choice: np.ndarray, at: np.ndarray | None = None) -> tuple[float, float, int]:
     """Objective, utility and tokens of a choice (sums in row order: deterministic)."""
-    at = chosen(choice, instance.k)
+    at = chosen(choice, instance.k) if at is None else at
     utility = instance.utility.ravel()[at]
     tokens = instance.tokens.ravel()[at]
     net = utility - instance.price * tokens
     return float(net.sum()), float(utility.sum()), int(tokens.sum())
 
 
-def scaled_value(scaled: Scaled, choice: np.ndarray) -> int:
-    return int(scaled.values.ravel()[chosen(choice, scaled.values.shape[1])].sum())
+def scaled_value(scaled: Scaled, choice: np.ndarray, at: np.ndarray | None = None) -> int:
+    at = chosen(choice, scaled.values.shape[1]) if at is None else at
+    return int(scaled.values.ravel()[at].sum())
 
 
 def make_solution(
@@ -142,7 +143,8 @@ def make_solution(
     detail: str = "",
 ) -> Solution:
     choice = np.asarray(choice, dtype=np.int64)
-    objective, utility, tokens = evaluate(instance, choice)
+    at = chosen(choice, instance.k)
+    objective, utility, tokens = evaluate(instance, choice, at)
     return Solution(
         choice=choice,
         objective=objective,
@@ -151,7 +153,7 @@ def make_solution(
         status=status,
         engine=engine,
         bound=bound,
-        scaled_objective=None if scaled is None else scaled_value(scaled, choice),
+        scaled_objective=None if scaled is None else scaled_value(scaled, choice, at),
         detail=detail,
     )
 
