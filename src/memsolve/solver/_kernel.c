@@ -251,11 +251,13 @@ static void rank_offer(Ranking *rk, double key, Py_ssize_t row, Increment inc) {
     }
 }
 
+/* Sorts the ranked rows by key, smallest first (their increments move with them). */
 static void rank_finish(Ranking *rk) {
-    double boundary = 0.0;
-    for (size_t a = 0; a < rk->len; a++)
-        if (a == 0 || rk->rank[a].gap > boundary) boundary = rk->rank[a].gap;
-    rk->boundary = rk->offered > rk->len ? boundary : 1e308;  /* 1e308: every row is ranked */
+    for (size_t a = 1; a < rk->len; a++)
+        for (size_t b = a; b > 0 && compare_candidates(&rk->rank[b], &rk->rank[b - 1]) < 0; b--)
+            swap_ranked(rk, b, b - 1);
+    /* 1e308: every row is ranked */
+    rk->boundary = rk->offered > rk->len ? rk->rank[rk->len - 1].gap : 1e308;
 }
 
 /* The extreme efficiency among ranked rows not yet searched: `largest` for "next" increments.
@@ -409,7 +411,7 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
    workspace serves them all; past KEEP_BYTES it is released after the call. */
 #define KEEP_BYTES ((size_t)64 << 20)
 enum { W_HULL, W_HULL_W, W_HULL_V, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
-       W_CAND, W_GREEDY, W_BAND, W_SLOTS };
+       W_CAND, W_GREEDY, W_BAND, W_HULL_EFF, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
 static Vec ws_states = {NULL, 0, 0, sizeof(State)}, ws_layer_start = {NULL, 0, 0, sizeof(size_t)};
@@ -443,6 +445,21 @@ static void trim_workspace(void) {
     release_vec(&ws_states); release_vec(&ws_layer_start); release_vec(&ws_pairs); release_vec(&ws_pair_start);
 }
 
+/* The floor raised along the ranked rows' next increments, most efficient first, while they
+   fit: tokens and value into *w, *v (which hold the floor's); the levels into opt if given. */
+static void raise_ranked(const Ranking *rk, const int32_t *hull, const int64_t *hull_w, const int64_t *hull_v,
+                         const int *floor_pos, Py_ssize_t k, int64_t capacity, int64_t *v, int64_t *w, int32_t *opt) {
+    for (size_t a = 0; a < rk->len && *w < capacity; a++) {
+        Py_ssize_t r = rk->rank[a].row;
+        size_t at = (size_t)r * (size_t)(k + 1) + (size_t)floor_pos[r] + 1;
+        int64_t ds = hull_w[at] - hull_w[at - 1];
+        if (*w + ds > capacity) continue;
+        if (opt) opt[r] = hull[at];
+        *w += ds;
+        *v += hull_v[at] - hull_v[at - 1];
+    }
+}
+
 /* Returns 0 on success, 1 when phase 1 exceeded its limit, 2 on an internal inconsistency,
    -1 on memory failure. */
 static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, double *info) {
@@ -465,12 +482,13 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, doub
     hull_len = scratch(W_HULL_LEN, (size_t)n, sizeof(int));
     hull_w = scratch(W_HULL_W, (size_t)n * (size_t)(k + 1), sizeof(int64_t));
     hull_v = scratch(W_HULL_V, (size_t)n * (size_t)(k + 1), sizeof(int64_t));
+    double *hull_eff = scratch(W_HULL_EFF, (size_t)n * (size_t)(k + 1), sizeof(double));  /* into vertex t */
     floor_pos = scratch(W_FLOOR_POS, (size_t)n, sizeof(int));
     floor_opt = scratch(W_FLOOR_OPT, (size_t)n, sizeof(int32_t));
     inc = scratch(W_INC, (size_t)n * (size_t)(k + 1), sizeof(Increment));
     gap = scratch(W_GAP, (size_t)n, sizeof(i128));
     has_alt = scratch(W_HAS_ALT, (size_t)n, 1);
-    if (!hull || !hull_w || !hull_v || !hull_len || !floor_pos || !floor_opt || !inc || !gap || !has_alt) goto done;
+    if (!hull || !hull_w || !hull_v || !hull_eff || !hull_len || !floor_pos || !floor_opt || !inc || !gap || !has_alt) goto done;
 
     /* 1. hulls and increments */
     long on_hull = 0, usable_levels = 0;
@@ -483,6 +501,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, doub
         hull_len[i] = len;
         for (int t = 1; t < len; t++) {
             inc[m] = increment(hull_w[at + t] - hull_w[at + t - 1], hull_v[at + t] - hull_v[at + t - 1]);
+            hull_eff[at + t] = inc[m].eff;
             total += inc[m].ds;
             m++;
         }
@@ -556,11 +575,11 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, doub
         has_alt[i] = (unsigned char)any;
         gap[i] = any ? best - second : 0;
         if (t + 1 < hull_len[i]) {
-            Increment x = increment(hull_w[at + t + 1] - fw, hull_v[at + t + 1] - fv);
+            Increment x = {hull_w[at + t + 1] - fw, hull_v[at + t + 1] - fv, hull_eff[at + t + 1]};
             rank_offer(&rank_next, -x.eff, i, x);
         }
         if (t > 0) {
-            Increment x = increment(fw - hull_w[at + t - 1], fv - hull_v[at + t - 1]);
+            Increment x = {fw - hull_w[at + t - 1], fv - hull_v[at + t - 1], hull_eff[at + t]};
             rank_offer(&rank_prev, x.eff, i, x);
         }
     }
@@ -569,6 +588,15 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, doub
     rank_finish(&rank_prev);
     /* 3. phase 1: the optimum (value, then tokens) */
     int64_t inc_v = floor_v, inc_w = floor_w;
+    /* a first incumbent, two ways: the floor raised along the most efficient next increments
+       (the ranked rows, most efficient first) while they fit, which only sets the value the
+       candidate rows must be able to reach; then the floor with each candidate row (closest
+       first) raised to its most valuable level that still fits. The better one is kept. */
+    greedy_opt = scratch(W_GREEDY, (size_t)n, sizeof(int32_t));
+    if (!greedy_opt) goto done;
+    int64_t ranked_v = floor_v, ranked_w = floor_w;
+    raise_ranked(&rank_next, hull, hull_w, hull_v, floor_pos, k, P->capacity, &ranked_v, &ranked_w, NULL);
+    inc_v = ranked_v;  /* for the candidate filter */
     size_t n_cand = 0;
     cand = scratch(W_CAND, (size_t)n, sizeof(Candidate));
     if (!cand) goto done;
@@ -581,25 +609,27 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, doub
     /* rows are taken in order of their gap; sorting all of them would cost more than the whole
        search, so the order is built a chunk at a time as the search reaches it */
     size_t sorted = extend_sorted(cand, 0, &n_cand, gap, upper - (i128)P->q * inc_v);
-    /* a first incumbent: the floor, each candidate row (the closest chunk first, then the rest)
-       raised to its most valuable level that still fits */
-    greedy_opt = scratch(W_GREEDY, (size_t)n, sizeof(int32_t));
-    if (!greedy_opt) goto done;
-    for (Py_ssize_t i = 0; i < n; i++) greedy_opt[i] = floor_opt[i];
+    memcpy(greedy_opt, floor_opt, sizeof(int32_t) * (size_t)n);
+    inc_v = floor_v; inc_w = floor_w;
     for (size_t c = 0; c < n_cand && inc_w < P->capacity; c++) {  /* the sorted chunk first */
         Py_ssize_t r = cand[c].row;
-        int32_t f = floor_opt[r], pick = f;
-        int64_t fw = option_w(P, r, f), pv = option_v(P, r, f), pw = fw;
+        int32_t now = greedy_opt[r], pick = now;
+        int64_t cw = option_w(P, r, now), cv = option_v(P, r, now), pv = cv, pw = cw;
         for (Py_ssize_t o = 0; o <= k; o++) {
             if (!option_ok(P, r, o)) continue;
             int64_t w = option_w(P, r, o), v = option_v(P, r, o);
-            if (inc_w - fw + w <= P->capacity && (v > pv || (v == pv && w < pw))) {
+            if (inc_w - cw + w <= P->capacity && (v > pv || (v == pv && w < pw))) {
                 pick = (int32_t)o; pv = v; pw = w;
             }
         }
         greedy_opt[r] = pick;
-        inc_w += pw - fw;
-        inc_v += pv - option_v(P, r, f);
+        inc_w += pw - cw;
+        inc_v += pv - cv;
+    }
+    if (ranked_v > inc_v || (ranked_v == inc_v && ranked_w < inc_w)) {
+        memcpy(greedy_opt, floor_opt, sizeof(int32_t) * (size_t)n);
+        inc_v = floor_v; inc_w = floor_w;
+        raise_ranked(&rank_next, hull, hull_w, hull_v, floor_pos, k, P->capacity, &inc_v, &inc_w, greedy_opt);
     }
 
     if (vec_reserve(&states, 1) || vec_reserve(&layer_start, 2)) goto done;

@@ -42,6 +42,7 @@ class KernelResult:
     lp_dominated: int
     searched_rows: int  # rows the optimum search enumerated
     tie_rule: bool  # False: too many tied optima to order by fidelity; this is one of them
+    states: int  # search states generated (a deterministic measure of the search's work)
 
 
 def enabled() -> bool:
@@ -73,7 +74,7 @@ def solve_kernel(instance: Instance, scaled: Scaled) -> KernelResult | None:
     info = _kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep, core)
     if info is None:
         return None
-    p, q, upper, value, used, hull, dominated, searched, core_rows, tie_rule, _, _ = info
+    p, q, upper, value, used, hull, dominated, searched, core_rows, tie_rule, states, tie_states = info
     return KernelResult(
         choice=choice,
         keep=keep.view(bool),
@@ -86,4 +87,5 @@ def solve_kernel(instance: Instance, scaled: Scaled) -> KernelResult | None:
         lp_dominated=int(dominated),
         searched_rows=int(searched),
         tie_rule=bool(tie_rule),
+        states=int(states) + int(tie_states),
     )
