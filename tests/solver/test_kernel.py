@@ -144,6 +144,17 @@ def test_too_many_tied_optima_keep_value_and_tokens_and_say_so() -> None:
     assert "too many tied optima" in solution.detail
 
 
+def test_small_instances_with_too_many_tied_optima_get_the_full_tie_rule_from_the_dense_dp() -> None:
+    rng = np.random.default_rng(2)
+    tokens = rng.integers(1, 1000, size=(100, 5))  # Pisinger's strongly correlated class
+    budget = int((tokens.min(axis=1).sum() + tokens.max(axis=1).sum()) // 2)
+    inst = make_instance(tokens, tokens + 10.0, budget)
+    assert not kernel.solve_kernel(inst, scale(inst)).tie_rule
+    outcome = run(inst, "dp", "none", compare_greedy=False)
+    assert "ties ordered by the dense DP" in outcome.solution.detail
+    assert outcome.solution.choice.tolist() == solve_dp(inst, scale(inst)).choice.tolist()
+
+
 def test_the_numpy_path_takes_over_past_the_kernel_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     inst = _generated("memory", 300, 4)
     expected = run(inst, "dp", "none").solution

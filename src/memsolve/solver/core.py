@@ -225,6 +225,9 @@ def solve_reduced(
     return replace(solution, bound=solution.objective), red
 
 
+TIES_BY_SEARCH = "too many tied optima to order by fidelity: fewest tokens, then the search's order"
+
+
 def solve_kernel_reduced(instance: Instance, scaled: Scaled) -> tuple[Solution, Reduction] | None:
     """The compiled kernel's tie-rule optimum and its reduction, or None past its state limit.
 
@@ -248,7 +251,7 @@ def solve_kernel_reduced(instance: Instance, scaled: Scaled) -> tuple[Solution, 
     )
     detail = f"core {reduction.core.size} of {instance.n} records"
     if not result.tie_rule:
-        detail += "; too many tied optima to order by fidelity: fewest tokens, then the search's order"
+        detail += "; " + TIES_BY_SEARCH
     solution = make_solution(instance, scaled, result.choice, OPTIMAL, "dp", detail=detail)
     if solution.scaled_objective != result.value or solution.tokens_used != result.tokens:
         raise SolverError(

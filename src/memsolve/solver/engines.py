@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import InputError, SolverError
-from .core import reduce_instance, solve_cpsat_reduced, solve_kernel_reduced, solve_reduced
+from .core import TIES_BY_SEARCH, reduce_instance, solve_cpsat_reduced, solve_kernel_reduced, solve_reduced
 from .dp import solve_dp
 from .greedy import solve_greedy
 from .instance import OPTIMAL, SKIPPED, Instance, Solution, check_feasible, scale
@@ -64,7 +64,20 @@ class _Runner:
             self._kernel_ran = True
             if kernel_applies(self.instance):
                 self._kernel = solve_kernel_reduced(self.instance, self.scaled)
+            if self._kernel is not None and TIES_BY_SEARCH in self._kernel[0].detail:
+                self._kernel = self._order_ties_densely(*self._kernel)
         return self._kernel
+
+    def _order_ties_densely(self, solution: Solution, reduction: Reduction) -> tuple[Solution, Reduction]:
+        """Too many tied optima for the kernel's tie-rule DP: the dense DP orders them all when
+        its table is small (Pisinger's classes at a few hundred records)."""
+        if _dense_cells(self.instance) > DENSE_CROSS_CHECK_CELLS:
+            return solution, reduction
+        dense = solve_dp(self.instance, self.scaled)
+        if dense.status != OPTIMAL or dense.scaled_objective != solution.scaled_objective:
+            raise SolverError(f"the kernel ({solution.objective!r}) and the dense DP ({dense.objective!r}) disagree")
+        detail = solution.detail.replace(TIES_BY_SEARCH, "ties ordered by the dense DP")
+        return replace(dense, bound=dense.objective, detail=detail), reduction
 
     @property
     def greedy(self) -> Solution:
