@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import IO, Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import IO, TYPE_CHECKING, Any
 
 from .result import Result
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# rich is imported when a table is drawn: JSON runs (CI, agents) do not pay for its import
+
 
 def _console(file: IO[str] | None) -> Console:
+    from rich.console import Console
+
     return Console(file=file, width=120, soft_wrap=False, highlight=False)
 
 
@@ -22,6 +26,8 @@ def _num(value: float | None) -> str:
 
 
 def result_table(result: Result, file: IO[str] | None = None) -> None:
+    from rich.table import Table
+
     console = _console(file)
     console.print(f"[bold]memsolve[/bold]  policy {result.policy_name}  round {result.round}  now {result.now}")
 
@@ -77,6 +83,8 @@ def result_table(result: Result, file: IO[str] | None = None) -> None:
 
 
 def frontier_table(points: Sequence[tuple[int, float]], file: IO[str] | None = None) -> None:
+    from rich.table import Table
+
     table = Table(title="Value frontier (breakpoints)", title_justify="left")
     table.add_column("budget", justify="right")
     table.add_column("objective", justify="right")
@@ -86,6 +94,8 @@ def frontier_table(points: Sequence[tuple[int, float]], file: IO[str] | None = N
 
 
 def rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], file: IO[str] | None = None) -> None:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     for column in columns:
         table.add_column(column)
