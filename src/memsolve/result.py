@@ -17,10 +17,17 @@ SCHEMA = "memsolve/result/v1"
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
+# JSONEncoder.encode builds a C encoder per call; a result encodes one per record, so build it once
+# (the same C encoder with the same settings: identical bytes)
+_C_ENCODE = None if json.encoder.c_make_encoder is None else json.encoder.c_make_encoder(
+    None, _ENCODER.default, json.encoder.encode_basestring, None, ": ", ", ", False, False, False
+)
 
 
 def _compact(value: Any) -> str:
-    return _ENCODER.encode(value)
+    if _C_ENCODE is None or isinstance(value, str):
+        return _ENCODER.encode(value)
+    return "".join(_C_ENCODE(value, 0))
 
 
 def dumps_by_line(data: Mapping[str, Any]) -> str:

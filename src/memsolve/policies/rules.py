@@ -226,6 +226,8 @@ def _freshness(ev: _Evaluator, rule: FreshnessRule) -> Callable[[Record], Verdic
     default_ttl = ev.duration(rule.default_ttl)
     by_store = {store: ev.duration(ttl) for store, ttl in rule.ttl_by_store.items()}
 
+    now = ev.time(ev.ctx.now)  # the same for every record
+
     def check(record: Record) -> Verdict:
         if record.ttl_given:
             ttl, source = record.ttl, "record"
@@ -234,18 +236,20 @@ def _freshness(ev: _Evaluator, rule: FreshnessRule) -> Callable[[Record], Verdic
         else:
             ttl, source = default_ttl, "policy default"
         age = ev.ctx.now - record.timestamp
+        age_shown = ev.span(age)
+        ttl_shown = None if ttl is None else ev.span(ttl)
         evidence = {
-            "now": ev.time(ev.ctx.now),
+            "now": now,
             "timestamp": ev.time(record.timestamp),
-            "age": ev.span(age),
-            "ttl": None if ttl is None else ev.span(ttl),
+            "age": age_shown,
+            "ttl": ttl_shown,
             "ttl_from": source,
         }
         if ttl is None:
             return Verdict(rule.id, True, f"never expires (ttl null, from {source})", evidence)
         if age <= ttl:  # inclusive: a record is still fresh at exactly its ttl
-            return Verdict(rule.id, True, f"age {ev.span(age)} is within ttl {ev.span(ttl)}", evidence)
-        return Verdict(rule.id, False, f"expired: age {ev.span(age)} exceeds ttl {ev.span(ttl)} ({source})", evidence)
+            return Verdict(rule.id, True, f"age {age_shown} is within ttl {ttl_shown}", evidence)
+        return Verdict(rule.id, False, f"expired: age {age_shown} exceeds ttl {ttl_shown} ({source})", evidence)
 
     return check
 
