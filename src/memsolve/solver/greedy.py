@@ -16,17 +16,23 @@ def solve_greedy(
     if scores is None:
         net = np.where(scaled.usable, instance.net(), -np.inf)
         scores = net.max(axis=1) if instance.k else np.zeros(instance.n)
-    order = sorted(range(instance.n), key=lambda row: (-float(scores[row]), row))
-    left, taken = instance.budget, 0
-    choice = np.full(instance.n, -1, dtype=np.int64)
+    order = np.argsort(-np.asarray(scores, dtype=float), kind="stable").tolist()  # ties: input order
+    # plain lists: the walk is sequential (each take shrinks what is left), so it runs in Python
+    sizes = np.where(scaled.usable, instance.tokens, -1).tolist()  # -1: level not worth taking
+    never = np.iinfo(np.int64).max
+    lightest = np.where(scaled.usable, instance.tokens, never).min(axis=1, initial=never).tolist()
+    left, taken, limit = instance.budget, 0, instance.max_records
+    chosen = [-1] * instance.n
     for row in order:
-        if instance.max_records is not None and taken >= instance.max_records:
+        if limit is not None and taken >= limit:
             break
-        for level in np.flatnonzero(scaled.usable[row]).tolist():
-            size = int(instance.tokens[row, level])
-            if size <= left:
-                choice[row] = level
+        if lightest[row] > left:
+            continue
+        for level, size in enumerate(sizes[row]):
+            if 0 <= size <= left:
+                chosen[row] = level
                 left -= size
                 taken += 1
                 break
+    choice = np.array(chosen, dtype=np.int64)
     return make_solution(instance, scaled, choice, FEASIBLE, "greedy")

@@ -228,7 +228,7 @@ def _best_count_lambda(values: np.ndarray, sizes: np.ndarray, budget: float, lim
     ratio = (5**0.5 - 1) / 2
     a, b = hi - ratio * (hi - lo), lo + ratio * (hi - lo)
     fa, fb = _dual(values, sizes, budget, limit, a), _dual(values, sizes, budget, limit, b)
-    for _ in range(40):
+    for _ in range(28):  # the interval shrinks to 1.4e-6 of λ_capacity: any λ gives a valid bound
         if fa <= fb:
             hi, b, fb = b, a, fa
             a = hi - ratio * (hi - lo)
