@@ -4,26 +4,27 @@
  *
  *   1. Each row's upper convex hull over (tokens, value) with delete at (0, 0).
  *   2. The LP split: the hull increment where increments taken in decreasing efficiency
- *      first overflow the capacity, found by weighted quickselect (expected linear time).
- *      Its efficiency is the multiplier lambda = p / q, kept as a fraction, so every bound
- *      below is an exact integer comparison (__int128), never a float with a tolerance.
- *      The LP floor (every row at its heaviest hull vertex whose increments are strictly
- *      more efficient than lambda) is feasible and is each row's best level at lambda.
+ *      first overflow the capacity, found by weighted selection (sampled pivot pairs, then
+ *      quickselect; expected linear time). Its efficiency is the multiplier lambda = p / q,
+ *      kept as a fraction, so every bound below is an exact integer comparison (__int128),
+ *      never a float with a tolerance. The LP floor (every row at its heaviest hull vertex
+ *      whose increments are strictly more efficient than lambda, then increments exactly as
+ *      efficient while they fit) is feasible and is each row's best level at lambda.
  *   3. Phase 1, the optimum (V*, W*): value first, then fewest tokens. Rows are added in
  *      order of their gap (how much value at lambda a row loses by leaving its floor level),
  *      as in Pisinger's expanding core; states are Pareto sets of (tokens, value) changes
- *      from the floor; a state is dropped when its Lagrangian bound
- *          U + q*dv - p*dw  (scaled by q; U = p*c + sum of each row's best at lambda)
- *      cannot reach the incumbent's value, or can only tie it with at least its tokens
- *      (a completion worth exactly V uses at least c - (bound - V) / lambda tokens).
- *      The search ends when no state is left or no remaining row can change.
+ *      from the floor; a state is dropped when Pisinger's bound (see Ranking) says no
+ *      completion can beat the incumbent, or tie it with fewer tokens. The first incumbent is
+ *      the better of two greedy fills. The search ends when no state is left or no remaining
+ *      row can change.
  *   4. Phase 2, the tie rule among allocations worth (V*, W*): levels that cannot be in
- *      such an allocation are removed by the same two tests (this is the reduction handed
- *      to CP-SAT and to explain); the rows left with several levels ("free") are solved by
- *      a Pareto DP over suffixes in input order, and the allocation is rebuilt first to
- *      last, each row at the highest fidelity that still completes (V*, W*). If that DP
- *      would exceed its state limit (millions of tied optima, as in subset-sum), the phase 1
- *      optimum is returned and the result says the third tie rule was not applied.
+ *      such an allocation are removed by the Lagrangian bound at lambda (this is the
+ *      reduction handed to CP-SAT and to explain); the rows left with several levels
+ *      ("free") are solved by a Pareto DP over suffixes in input order, and the allocation is
+ *      rebuilt first to last, each row at the highest fidelity that still completes
+ *      (V*, W*). If that DP would exceed its state limit (millions of tied optima, as in
+ *      subset-sum), the phase 1 optimum is returned and the result says the third tie rule
+ *      was not applied.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -34,7 +35,7 @@
 
 typedef __int128 i128;
 
-#define PHASE1_LIMIT 40000000  /* states generated before the search gives up */
+#define PHASE1_LIMIT 10000000  /* states generated before the search gives up (~0.1 s) */
 #define PHASE2_LIMIT 2000000   /* states generated before the tie-rule DP gives up */
 
 typedef struct { int64_t w, v; int32_t parent; int32_t option; } State;
@@ -73,8 +74,6 @@ static uint64_t next_random(uint64_t *s) {
     return *s;
 }
 
-/* The increment at which taking increments in decreasing efficiency first exceeds cap.
-   Returns 0 when everything fits (lambda = 0). */
 /* One pass that keeps the increments on one side of, or between, two pivots. */
 static size_t keep_group(Increment *inc, size_t m, const Increment *top, const Increment *bottom, int group) {
     size_t out = 0;
@@ -85,6 +84,8 @@ static size_t keep_group(Increment *inc, size_t m, const Increment *top, const I
     return out;
 }
 
+/* The increment at which taking increments in decreasing efficiency first exceeds cap (total:
+   their summed tokens; band: scratch for m increments). Returns 0 when everything fits. */
 static int split_increment(Increment *inc, size_t m, int64_t cap, int64_t total, Increment *band, Increment *split) {
     size_t lo = 0, hi = m;
     int64_t taken = 0;
@@ -332,9 +333,17 @@ static inline int can_match(const Problem *P, i128 bound, int64_t value, int64_t
     return P->p == 0 || (i128)P->p * (P->capacity - tokens) <= bound - target;
 }
 
-/* Merge the shifted copies of a sorted Pareto list (w ascending, v strictly ascending) into
-   one Pareto list; `emit` decides whether each surviving point is kept. */
+/* One option of the row being added to a DP layer: every state moves by (dw, dv). */
 typedef struct { int64_t dw, dv; int32_t option; } Shift;
+
+/* Adds a point (heavier and more valuable than the last) to an upper hull of h vertices,
+   first removing the vertices it makes non-convex; returns the new vertex count. */
+static inline int push_vertex(int32_t *hull, int64_t *hw, int64_t *hv, int h, int32_t o, int64_t w, int64_t v) {
+    while (h >= 2 && (i128)(hv[h - 1] - hv[h - 2]) * (w - hw[h - 1]) <= (i128)(v - hv[h - 1]) * (hw[h - 1] - hw[h - 2]))
+        h--;
+    hull[h] = o; hw[h] = w; hv[h] = v;
+    return h + 1;
+}
 
 /* Row i's upper convex hull from delete (0, 0): option indices into hull, their tokens and
    values into hw, hv; returns the number of vertices. Counts usable levels on the hull. */
@@ -353,10 +362,7 @@ static int build_hull(const Problem *P, Py_ssize_t i, int32_t *hull, int64_t *hw
         if (!ok[o]) continue;
         int64_t w = tw[o], v = tv[o];
         if (w <= hw[h - 1] || v <= hv[h - 1]) { h = -1; break; }
-        while (h >= 2 && (i128)(hv[h - 1] - hv[h - 2]) * (w - hw[h - 1]) <= (i128)(v - hv[h - 1]) * (hw[h - 1] - hw[h - 2]))
-            h--;
-        hull[h] = (int32_t)o; hw[h] = w; hv[h] = v;
-        h++;
+        h = push_vertex(hull, hw, hv, h, (int32_t)o, w, v);
     }
     if (h > 0) {
         *on_hull += h - 1;
@@ -382,10 +388,7 @@ static int build_hull(const Problem *P, Py_ssize_t i, int32_t *hull, int64_t *hw
         int64_t w = pw[a], v = pv[a];
         if (v <= best_v) continue;  /* dominated: a lighter point is worth as much */
         best_v = v;
-        while (h >= 2 && (i128)(hv[h - 1] - hv[h - 2]) * (w - hw[h - 1]) <= (i128)(v - hv[h - 1]) * (hw[h - 1] - hw[h - 2]))
-            h--;
-        hull[h] = po[a]; hw[h] = w; hv[h] = v;
-        h++;
+        h = push_vertex(hull, hw, hv, h, po[a], w, v);
     }
     for (int a = 0; a < h; a++)
         if (hull[a] != k) (*on_hull)++;
@@ -394,7 +397,8 @@ static int build_hull(const Problem *P, Py_ssize_t i, int32_t *hull, int64_t *hw
 
 /* The phase 1 incumbent as a full allocation: the floor, with the changes along its path. */
 static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssize_t n, const State *st,
-                              const size_t *layer_start, const Candidate *cand, const int32_t *greedy_opt, long layer, int32_t parent, int32_t option) {
+                              const size_t *layer_start, const Candidate *cand, const int32_t *greedy_opt,
+                              long layer, int32_t parent, int32_t option) {
     for (Py_ssize_t i = 0; i < n; i++) choice[i] = layer < 0 ? greedy_opt[i] : floor_opt[i];
     if (layer <= 0) return;
     choice[cand[layer - 1].row] = option;
