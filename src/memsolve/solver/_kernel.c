@@ -336,6 +336,24 @@ static inline int can_match(const Problem *P, i128 bound, int64_t value, int64_t
 /* One option of the row being added to a DP layer: every state moves by (dw, dv). */
 typedef struct { int64_t dw, dv; int32_t option; } Shift;
 
+/* The next point of a layer's shifted copies merged in order (tokens ascending, then value
+   descending), into *w, *v: returns which copy it comes from, or -1 when all are used up.
+   A layer holds States or Pairs, both starting with (w, v). */
+static int merge_next(const char *layer, size_t size, size_t to, const Shift *shift, const size_t *cursor, int s,
+                      int64_t *w, int64_t *v) {
+    int pick = -1;
+    int64_t bw = 0, bv = 0;
+    for (int a = 0; a < s; a++) {
+        if (cursor[a] >= to) continue;
+        const int64_t *point = (const int64_t *)(layer + cursor[a] * size);
+        int64_t cw = point[0] + shift[a].dw, cv = point[1] + shift[a].dv;
+        if (pick < 0 || cw < bw || (cw == bw && cv > bv)) { pick = a; bw = cw; bv = cv; }
+    }
+    *w = bw;
+    *v = bv;
+    return pick;
+}
+
 /* Adds a point (heavier and more valuable than the last) to an upper hull of h vertices,
    first removing the vertices it makes non-convex; returns the new vertex count. */
 static inline int push_vertex(int32_t *hull, int64_t *hw, int64_t *hv, int h, int32_t o, int64_t w, int64_t v) {
@@ -682,13 +700,8 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, doub
         int64_t maxv = INT64_MIN;
         int started = 0;
         for (;;) {
-            int pick = -1;
-            int64_t bw = 0, bv = 0;
-            for (int a = 0; a < s; a++) {
-                if (cursor[a] >= to) continue;
-                int64_t w = st[cursor[a]].w + shift[a].dw, v = st[cursor[a]].v + shift[a].dv;
-                if (pick < 0 || w < bw || (w == bw && v > bv)) { pick = a; bw = w; bv = v; }
-            }
+            int64_t bw, bv;
+            int pick = merge_next((const char *)st, sizeof(State), to, shift, cursor, s, &bw, &bv);
             if (pick < 0) break;
             size_t parent = cursor[pick]++;
             if (started && bv <= maxv) continue;  /* Pareto-dominated */
@@ -776,13 +789,8 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, doub
             int64_t maxv = INT64_MIN;
             int started = 0;
             for (;;) {
-                int pick = -1;
-                int64_t bw = 0, bv = 0;
-                for (int a = 0; a < s; a++) {
-                    if (cursor[a] >= to) continue;
-                    int64_t w = pr[cursor[a]].w + shift[a].dw, v = pr[cursor[a]].v + shift[a].dv;
-                    if (pick < 0 || w < bw || (w == bw && v > bv)) { pick = a; bw = w; bv = v; }
-                }
+                int64_t bw, bv;
+                int pick = merge_next((const char *)pr, sizeof(Pair), to, shift, cursor, s, &bw, &bv);
                 if (pick < 0) break;
                 cursor[pick]++;
                 if (started && bv <= maxv) continue;
