@@ -132,3 +132,9 @@ def test_real_process_error_has_no_traceback(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert proc.stderr == f"error: {bad}:4:9: budget: expected a mapping, got `3`\n"
     assert proc.stdout == ""
+
+
+def test_version_says_which_kernel_runs(cli, monkeypatch) -> None:
+    assert "(compiled kernel)" in cli("--version").output
+    monkeypatch.setenv("MEMSOLVE_KERNEL", "numpy")
+    assert "(numpy kernel: MEMSOLVE_KERNEL=numpy)" in cli("--version").output

@@ -184,8 +184,17 @@ def context_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def _engine_build() -> str:
+    """Which exact kernel this install runs: the compiled one, or numpy (no C compiler, or switched off)."""
+    from ..solver import kernel
+
+    if kernel.enabled():
+        return "compiled kernel"
+    return "numpy kernel: " + ("MEMSOLVE_KERNEL=numpy" if kernel._kernel is not None else "not compiled at install")
+
+
 @click.group(cls=_DefaultSolve, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="memsolve")
+@click.version_option(package_name="memsolve", message=f"%(prog)s %(version)s ({_engine_build()})")
 def main() -> None:
     """Decide which memories enter an agent's context window, at which fidelity, and why.
 
