@@ -193,8 +193,18 @@ def _engine_build() -> str:
     return "numpy kernel: " + ("MEMSOLVE_KERNEL=numpy" if kernel._kernel is not None else "not compiled at install")
 
 
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from importlib.metadata import version
+
+    click.echo(f"memsolve {version('memsolve')} ({_engine_build()})")
+    ctx.exit()
+
+
 @click.group(cls=_DefaultSolve, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="memsolve", message=f"%(prog)s %(version)s ({_engine_build()})")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and which exact kernel runs, then exit.")
 def main() -> None:
     """Decide which memories enter an agent's context window, at which fidelity, and why.
 
