@@ -214,3 +214,35 @@ def test_compiled_scaling_equals_numpy(inst, magnitude) -> None:
     assert compiled.scale == reference.scale
     assert compiled.values.tolist() == reference.values.tolist()
     assert compiled.usable.tolist() == reference.usable.tolist()
+
+
+def _without_kernel(func):
+    import os
+
+    os.environ["MEMSOLVE_KERNEL"] = "numpy"
+    try:
+        return func()
+    finally:
+        del os.environ["MEMSOLVE_KERNEL"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(instances(max_n=12, max_k=4, integral=True), st.booleans())
+def test_compiled_greedy_walk_equals_python(inst, by_score) -> None:
+    from memsolve.solver.greedy import solve_greedy
+
+    scores = np.round(np.linspace(1, 0, inst.n), 1) if by_score else None  # with ties
+    compiled = solve_greedy(inst, scores=scores)
+    assert compiled.choice.tolist() == _without_kernel(lambda: solve_greedy(inst, scores=scores)).choice.tolist()
+
+
+@pytest.mark.parametrize("limit", [0, 10, 400, 4999])
+def test_compiled_count_dual_equals_numpy(limit: int) -> None:
+    from memsolve.solver import reduce
+
+    inst = _generated("memory", 5000, 3, max_records=limit)
+    sizes, values, _ = reduce._columns(inst, scale(inst))
+    for lam in (0.0, 1e3, 37000.5, 1e6):
+        compiled = reduce._dual(values, sizes, float(inst.budget), limit, lam)
+        reference = _without_kernel(lambda lam=lam: reduce._dual(values, sizes, float(inst.budget), limit, lam))
+        assert abs(compiled - reference) <= 1e-12 * abs(reference)

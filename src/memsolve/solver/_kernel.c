@@ -979,9 +979,121 @@ release:
     return result;
 }
 
+/* The (m+1)-th largest of a[0..len) (quickselect; a is reordered). */
+static double largest_after(double *a, size_t len, size_t m) {
+    size_t lo = 0, hi = len, want = m;  /* position want in descending order */
+    uint64_t seed = 0x853C49E6748FEA9BULL;
+    for (;;) {
+        double pivot = a[lo + next_random(&seed) % (hi - lo)];
+        size_t i = lo, gt = lo, lt = hi;
+        while (i < lt) {
+            if (a[i] > pivot) { double t = a[gt]; a[gt] = a[i]; a[i] = t; gt++; i++; }
+            else if (a[i] < pivot) { lt--; double t = a[lt]; a[lt] = a[i]; a[i] = t; }
+            else i++;
+        }
+        if (want < gt) hi = gt;
+        else if (want < lt) return pivot;
+        else lo = lt;
+    }
+}
+
+/* The count-limited dual U(lambda, mu(lambda)) of reduce.py's _dual, in one pass: columns are
+   levels (the last is delete), float values -inf where a level is not usable. */
+static PyObject *kernel_dual(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_values, *o_sizes, *o_scratch;
+    Py_ssize_t levels, n, limit;
+    double budget, lam;
+    if (!PyArg_ParseTuple(args, "nnOOddnO", &levels, &n, &o_values, &o_sizes, &budget, &lam, &limit, &o_scratch))
+        return NULL;
+    Py_buffer bv, bs, bx;
+    if (get_buffer(o_values, &bv, 8, 0, "values") < 0) return NULL;
+    if (get_buffer(o_sizes, &bs, 8, 0, "sizes") < 0) { PyBuffer_Release(&bv); return NULL; }
+    if (get_buffer(o_scratch, &bx, 8, 1, "scratch") < 0) { PyBuffer_Release(&bv); PyBuffer_Release(&bs); return NULL; }
+    PyObject *result = NULL;
+    if (levels < 1 || bv.len != levels * n * 8 || bs.len != levels * n * 8 || bx.len != n * 8 || limit < 0) {
+        PyErr_SetString(PyExc_ValueError, "array sizes do not match (levels, n)");
+        goto release;
+    }
+    const double *v = bv.buf, *w = bs.buf;
+    double *gain = bx.buf;
+    size_t positive = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double best = -HUGE_VAL;
+        for (Py_ssize_t j = 0; j + 1 < levels; j++) {
+            double r = v[j * n + i] - lam * w[j * n + i];
+            if (r > best) best = r;
+        }
+        if (best > 0) gain[positive++] = best;
+    }
+    double mu = positive > (size_t)limit ? largest_after(gain, positive, (size_t)limit) : 0.0;
+    double total = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double best = v[(levels - 1) * n + i] - lam * w[(levels - 1) * n + i];  /* delete */
+        for (Py_ssize_t j = 0; j + 1 < levels; j++) {
+            double r = v[j * n + i] - lam * w[j * n + i] - mu;
+            if (r > best) best = r;
+        }
+        total += best;
+    }
+    result = Py_BuildValue("(dd)", lam * budget + mu * (double)limit + total, mu);
+release:
+    PyBuffer_Release(&bv); PyBuffer_Release(&bs); PyBuffer_Release(&bx);
+    return result;
+}
+
+/* The greedy baseline's walk (greedy.py): rows in the given order, each at its first usable
+   level (highest fidelity first) that still fits, until the count limit (-1: none). */
+static PyObject *kernel_greedy(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_order, *o_tokens, *o_usable, *o_choice;
+    Py_ssize_t n, k;
+    long long budget, limit;
+    if (!PyArg_ParseTuple(args, "nnOOOLLO", &n, &k, &o_order, &o_tokens, &o_usable, &budget, &limit, &o_choice))
+        return NULL;
+    Py_buffer bo, bt, bu, bc;
+    if (get_buffer(o_order, &bo, 8, 0, "order") < 0) return NULL;
+    if (get_buffer(o_tokens, &bt, 8, 0, "tokens") < 0) { PyBuffer_Release(&bo); return NULL; }
+    if (get_buffer(o_usable, &bu, 1, 0, "usable") < 0) { PyBuffer_Release(&bo); PyBuffer_Release(&bt); return NULL; }
+    if (get_buffer(o_choice, &bc, 8, 1, "choice") < 0) {
+        PyBuffer_Release(&bo); PyBuffer_Release(&bt); PyBuffer_Release(&bu); return NULL;
+    }
+    PyObject *result = NULL;
+    if (bo.len != n * 8 || bt.len != n * k * 8 || bu.len != n * k || bc.len != n * 8) {
+        PyErr_SetString(PyExc_ValueError, "array sizes do not match (n, k)");
+        goto release;
+    }
+    const int64_t *order = bo.buf, *tokens = bt.buf;
+    const uint8_t *usable = bu.buf;
+    int64_t *choice = bc.buf, left = budget, taken = 0;
+    for (Py_ssize_t i = 0; i < n; i++) choice[i] = -1;
+    for (Py_ssize_t a = 0; a < n; a++) {
+        if (limit >= 0 && taken >= limit) break;
+        int64_t row = order[a];
+        if (row < 0 || row >= n) { PyErr_SetString(PyExc_ValueError, "order holds a row out of range"); goto release; }
+        for (Py_ssize_t j = 0; j < k; j++) {
+            if (usable[row * k + j] && tokens[row * k + j] <= left) {
+                choice[row] = j;
+                left -= tokens[row * k + j];
+                taken++;
+                break;
+            }
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+release:
+    PyBuffer_Release(&bo); PyBuffer_Release(&bt); PyBuffer_Release(&bu); PyBuffer_Release(&bc);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"solve", kernel_solve, METH_VARARGS,
      "solve(n, k, tokens, values, usable, capacity, choice, keep, core) -> info tuple, or None past the state limit"},
+    {"greedy", kernel_greedy, METH_VARARGS,
+     "greedy(n, k, order, tokens, usable, budget, limit, choice): the greedy baseline's walk"},
+    {"dual", kernel_dual, METH_VARARGS,
+     "dual(levels, n, values, sizes, budget, lam, limit, scratch) -> (U(lam, mu), mu) for a count limit"},
     {"scale", kernel_scale, METH_VARARGS,
      "scale(n, k, tokens, utility, mask, price, budget, factor, out, usable): factor 0 -> row bests"},
     {NULL, NULL, 0, NULL},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .instance import FEASIBLE, Instance, Scaled, Solution, make_solution, scale
+from .kernel import compiled
 
 
 def solve_greedy(
@@ -16,14 +17,21 @@ def solve_greedy(
     if scores is None:
         net = np.where(scaled.usable, instance.net(), -np.inf)
         scores = net.max(axis=1) if instance.k else np.zeros(instance.n)
-    order = np.argsort(-np.asarray(scores, dtype=float), kind="stable").tolist()  # ties: input order
+    order = np.argsort(-np.asarray(scores, dtype=float), kind="stable")  # ties: input order
+    module = compiled()
+    if module is not None:  # the same walk in C
+        choice = np.empty(instance.n, dtype=np.int64)
+        limit = -1 if instance.max_records is None else instance.max_records
+        module.greedy(instance.n, instance.k, order.astype(np.int64), np.ascontiguousarray(instance.tokens),
+                      np.ascontiguousarray(scaled.usable).view(np.uint8), instance.budget, limit, choice)
+        return make_solution(instance, scaled, choice, FEASIBLE, "greedy")
     # plain lists: the walk is sequential (each take shrinks what is left), so it runs in Python
     sizes = np.where(scaled.usable, instance.tokens, -1).tolist()  # -1: level not worth taking
     never = np.iinfo(np.int64).max
     lightest = np.where(scaled.usable, instance.tokens, never).min(axis=1, initial=never).tolist()
     left, taken, limit = instance.budget, 0, instance.max_records
     chosen = [-1] * instance.n
-    for row in order:
+    for row in order.tolist():
         if limit is not None and taken >= limit:
             break
         if lightest[row] > left:

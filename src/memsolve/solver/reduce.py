@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .instance import Instance, Scaled, scaled_value
+from .kernel import compiled
 
 _INF = np.inf
 
@@ -210,6 +211,10 @@ def relax(instance: Instance, scaled: Scaled) -> Relaxation:
 
 
 def _dual(values: np.ndarray, sizes: np.ndarray, budget: float, limit: int, lam: float) -> float:
+    module = compiled()
+    if module is not None:  # the same function in one pass (the search calls it ~30 times)
+        levels, n = values.shape
+        return module.dual(levels, n, values, sizes, budget, lam, limit, np.empty(n))[0]
     reduced = values - lam * sizes
     mu = _count_multiplier(reduced, limit)
     reduced[:-1] -= mu
