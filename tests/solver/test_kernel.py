@@ -165,10 +165,16 @@ def test_kernel_and_numpy_paths_give_the_same_allocation(kind: str, monkeypatch:
     assert with_kernel.cross_check.agrees and without.cross_check.agrees
 
 
-def test_the_kernel_leaves_binding_count_limits_to_the_numpy_path() -> None:
-    inst = _generated("memory", 50, 1, max_records=5)
-    assert not kernel.applies(inst)
-    assert kernel.applies(_generated("memory", 50, 1, max_records=50))  # a limit that cannot bind
+def test_the_kernel_answers_count_limits_only_where_they_do_not_bind() -> None:
+    loose = _generated("memory", 60, 1, max_records=59)
+    found = core.solve_kernel_reduced(loose, scale(loose))
+    assert found is not None and found[0].count <= 59
+    assert found[0].choice.tolist() == solve_dp(loose, scale(loose)).choice.tolist()  # the limited tie rule
+    tight = _generated("memory", 60, 1, max_records=5)
+    assert core.solve_kernel_reduced(tight, scale(tight)) is None  # the limit binds: the numpy path answers
+    outcome = run(tight, "dp", "cp-sat", compare_greedy=False)
+    assert outcome.solution.count <= 5 and outcome.cross_check.agrees
+    assert outcome.solution.choice.tolist() == solve_dp(tight, scale(tight)).choice.tolist()
 
 
 def test_the_kernel_rejects_mismatched_arrays() -> None:

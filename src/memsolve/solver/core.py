@@ -229,12 +229,19 @@ TIES_BY_SEARCH = "too many tied optima to order by fidelity: fewest tokens, then
 
 
 def solve_kernel_reduced(instance: Instance, scaled: Scaled) -> tuple[Solution, Reduction] | None:
-    """The compiled kernel's tie-rule optimum and its reduction, or None past its state limit.
+    """The compiled kernel's tie-rule optimum and its reduction, or None when the kernel cannot
+    answer: past its state limit, or when a count limit binds.
 
-    The caller checks :func:`.kernel.applies` first (no binding count limit, kernel built).
+    The kernel solves without the count limit. Its optimum keeps at most M records, or it does
+    not answer: the allocations within the limit are a subset of all allocations, so the
+    tie-rule best of all, when it is in the subset, is the tie-rule best of the subset; and its
+    reduction keeps every allocation worth the same, so CP-SAT's core still holds that optimum.
+    The caller checks :func:`.kernel.applies` first.
     """
     result = solve_kernel(instance, scaled)
     if result is None:
+        return None
+    if instance.max_records is not None and int((result.choice >= 0).sum()) > instance.max_records:
         return None
     fixed_choice = result.choice.copy()
     fixed_choice[result.core] = -1

@@ -56,9 +56,10 @@ def compiled():
 
 
 def applies(instance: Instance) -> bool:
-    """The kernel takes instances without a binding count limit and within its number range."""
-    unlimited = instance.max_records is None or instance.max_records >= instance.n
-    return enabled() and unlimited and instance.budget < MAX_CAPACITY and instance.k <= MAX_LEVELS
+    """The kernel takes instances within its number range. It ignores a count limit: its
+    optimum answers a limited instance only when it keeps no more records than the limit
+    (the caller checks; see :func:`.core.solve_kernel_reduced`)."""
+    return enabled() and instance.budget < MAX_CAPACITY and instance.k <= MAX_LEVELS
 
 
 def solve_kernel(instance: Instance, scaled: Scaled) -> KernelResult | None:
