@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import SolverError
 from .instance import Instance, Scaled
 
 try:
@@ -72,7 +73,10 @@ def solve_kernel(instance: Instance, scaled: Scaled) -> KernelResult | None:
     choice = np.empty(n, dtype=np.int64)
     keep = np.empty((n, k + 1), dtype=np.uint8)
     core = np.empty(n, dtype=np.int64)
-    info = _kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep, core)
+    try:
+        info = _kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep, core)
+    except RuntimeError as exc:  # an internal inconsistency: a bug, reported as a solver error
+        raise SolverError(str(exc)) from None
     if info is None:
         return None
     p, q, upper, value, used, hull, dominated, searched, core_rows, tie_rule, states, tie_states = info
