@@ -37,6 +37,7 @@ typedef __int128 i128;
 
 #define PHASE1_LIMIT 10000000  /* states generated before the search gives up (~0.1 s) */
 #define PHASE2_LIMIT 2000000   /* states generated before the tie-rule DP gives up */
+#define PHASE2_BOUNDED 60000000 /* ... unless its table bounds it by this many (~0.3 s) */
 
 typedef struct { int64_t w, v; int32_t parent; int32_t option; } State;
 typedef struct { int64_t w, v; } Pair;
@@ -761,6 +762,10 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, doub
         /* rest_w, rest_v: tokens and value of the fixed rows; layer j holds the suffix
            free_rows[j..] (layer n_free is the empty suffix) */
         int64_t room = best_w - rest_w;
+        /* each layer holds at most room + 1 states (one per token count): when that bounds the
+           whole DP below PHASE2_BOUNDED, it runs to the end whatever pruning achieves */
+        double most = (double)n_free * (double)(room + 1) * (double)(k + 1);
+        size_t limit2 = most <= PHASE2_BOUNDED ? (size_t)PHASE2_BOUNDED : PHASE2_LIMIT;
         if (vec_reserve(&pairs, 1) || vec_reserve(&pair_start, n_free + 2)) goto done;
         size_t *ps = pair_start.a;
         ((Pair *)pairs.a)[0] = (Pair){0, 0};
@@ -781,7 +786,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, doub
                     s++;
                 }
             generated2 += count * (size_t)s;
-            if (generated2 > PHASE2_LIMIT) { tie_rule = 0; break; }
+            if (generated2 > limit2) { tie_rule = 0; break; }
             if (vec_reserve(&pairs, count * (size_t)s)) goto done;
             ps = pair_start.a;
             Pair *pr = pairs.a;
