@@ -135,8 +135,10 @@ def test_too_many_tied_optima_keep_value_and_tokens_and_say_so() -> None:
 
 
 def test_small_instances_with_too_many_tied_optima_get_the_full_tie_rule_from_the_dense_dp() -> None:
+    # Pisinger's strongly correlated class, sized so that the kernel's own tie-rule table
+    # (free rows x budget x levels) is past its bound while the dense DP's (rows x budget) is not
     rng = np.random.default_rng(2)
-    tokens = rng.integers(1, 1000, size=(100, 5))  # Pisinger's strongly correlated class
+    tokens = rng.integers(1, 3000, size=(100, 5))
     budget = int((tokens.min(axis=1).sum() + tokens.max(axis=1).sum()) // 2)
     inst = make_instance(tokens, tokens + 10.0, budget)
     assert not kernel.solve_kernel(inst, scale(inst)).tie_rule
