@@ -114,6 +114,17 @@ def test_pisingers_bound_keeps_the_search_small() -> None:
         assert result.states <= most, (n, result.states)
 
 
+def test_many_exact_ties_get_the_full_tie_rule_when_the_kernels_table_bounds_them() -> None:
+    """5,000 records with sizes 1-5 and utilities 1-3: too large a table for the dense DP
+    (2.5e7 cells), but the kernel's tie-rule DP holds at most one state per token count."""
+    inst = _generated("ties", 5000, 0)
+    scaled = scale(inst)
+    assert not kernel.solve_kernel(inst, scaled, bounded_ties=False).tie_rule
+    result = kernel.solve_kernel(inst, scaled)
+    assert result.tie_rule
+    assert result.choice.tolist() == solve_dp(inst, scaled).choice.tolist()
+
+
 def test_the_tie_rule_is_applied_on_generated_classes() -> None:
     """The flag above is not vacuous: most generated instances get the full tie rule."""
     applied = [kernel.solve_kernel(inst, scale(inst)).tie_rule
@@ -135,13 +146,11 @@ def test_too_many_tied_optima_keep_value_and_tokens_and_say_so() -> None:
 
 
 def test_small_instances_with_too_many_tied_optima_get_the_full_tie_rule_from_the_dense_dp() -> None:
-    # Pisinger's strongly correlated class, sized so that the kernel's own tie-rule table
-    # (free rows x budget x levels) is past its bound while the dense DP's (rows x budget) is not
     rng = np.random.default_rng(2)
-    tokens = rng.integers(1, 3000, size=(100, 5))
+    tokens = rng.integers(1, 1000, size=(100, 5))  # Pisinger's strongly correlated class
     budget = int((tokens.min(axis=1).sum() + tokens.max(axis=1).sum()) // 2)
     inst = make_instance(tokens, tokens + 10.0, budget)
-    assert not kernel.solve_kernel(inst, scale(inst)).tie_rule
+    assert not kernel.solve_kernel(inst, scale(inst), bounded_ties=False).tie_rule
     outcome = run(inst, "dp", "none", compare_greedy=False)
     assert "ties ordered by the dense DP" in outcome.solution.detail
     assert outcome.solution.choice.tolist() == solve_dp(inst, scale(inst)).choice.tolist()
@@ -150,7 +159,7 @@ def test_small_instances_with_too_many_tied_optima_get_the_full_tie_rule_from_th
 def test_the_numpy_path_takes_over_past_the_kernel_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     inst = _generated("memory", 300, 4)
     expected = run(inst, "dp", "none").solution
-    monkeypatch.setattr(core, "solve_kernel", lambda instance, scaled: None)
+    monkeypatch.setattr(core, "solve_kernel", lambda instance, scaled, **options: None)
     fallback = run(inst, "dp", "none")
     assert fallback.solution.choice.tolist() == expected.choice.tolist()
     assert fallback.reduction is not None
@@ -185,7 +194,7 @@ def test_the_kernel_rejects_mismatched_arrays() -> None:
     tokens = np.zeros((3, 2), dtype=np.int64)
     with pytest.raises(ValueError, match="array sizes"):
         _kernel.solve(3, 2, tokens, tokens, np.zeros(5, dtype=np.uint8), 10,
-                      np.empty(3, dtype=np.int64), np.empty((3, 3), dtype=np.uint8), np.empty(3, dtype=np.int64))
+                      np.empty(3, dtype=np.int64), np.empty((3, 3), dtype=np.uint8), np.empty(3, dtype=np.int64), True)
 
 
 @pytest.mark.parametrize("kind", ["memory", "uncorrelated", "strong", "subset", "ties"])

@@ -485,7 +485,7 @@ static void raise_ranked(const Ranking *rk, const int32_t *hull, const int64_t *
 
 /* Returns 0 on success, 1 when phase 1 exceeded its limit, 2 on an internal inconsistency,
    -1 on memory failure. */
-static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, double *info) {
+static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int bounded_ties, double *info) {
     Py_ssize_t n = P->n, k = P->k;
     int rc = -1;
     int32_t *hull = NULL, *floor_opt = NULL;
@@ -763,9 +763,10 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, doub
            free_rows[j..] (layer n_free is the empty suffix) */
         int64_t room = best_w - rest_w;
         /* each layer holds at most room + 1 states (one per token count): when that bounds the
-           whole DP below PHASE2_BOUNDED, it runs to the end whatever pruning achieves */
+           whole DP below PHASE2_BOUNDED, it runs to the end whatever pruning achieves (unless the
+           caller has a cheaper way to order the ties: bounded_ties = 0) */
         double most = (double)n_free * (double)(room + 1) * (double)(k + 1);
-        size_t limit2 = most <= PHASE2_BOUNDED ? (size_t)PHASE2_BOUNDED : PHASE2_LIMIT;
+        size_t limit2 = bounded_ties && most <= PHASE2_BOUNDED ? (size_t)PHASE2_BOUNDED : PHASE2_LIMIT;
         if (vec_reserve(&pairs, 1) || vec_reserve(&pair_start, n_free + 2)) goto done;
         size_t *ps = pair_start.a;
         ((Pair *)pairs.a)[0] = (Pair){0, 0};
@@ -875,9 +876,10 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o_tokens, *o_values, *o_usable, *o_choice, *o_keep, *o_core;
     long long capacity;
+    int bounded_ties;
     Py_ssize_t n, k;
-    if (!PyArg_ParseTuple(args, "nnOOOLOOO", &n, &k, &o_tokens, &o_values, &o_usable, &capacity, &o_choice, &o_keep,
-                          &o_core))
+    if (!PyArg_ParseTuple(args, "nnOOOLOOOp", &n, &k, &o_tokens, &o_values, &o_usable, &capacity, &o_choice, &o_keep,
+                          &o_core, &bounded_ties))
         return NULL;
     if (k < 0 || k > 62 || n < 0) {
         PyErr_SetString(PyExc_ValueError, "the kernel takes 0..62 levels per row");
@@ -909,7 +911,7 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     Problem P = {n, k, b_tokens.buf, b_values.buf, b_usable.buf, (int64_t)capacity, 0, 1, 0};
     double info[12] = {0};
     int rc;
-    rc = solve(&P, b_choice.buf, b_keep.buf, b_core.buf, info);  /* holds the GIL: one shared workspace */
+    rc = solve(&P, b_choice.buf, b_keep.buf, b_core.buf, bounded_ties, info);  /* holds the GIL: one shared workspace */
     if (rc < 0) { PyErr_NoMemory(); goto release; }
     if (rc == 2) { PyErr_SetString(PyExc_RuntimeError, "kernel: the tie-rule states lost the optimum"); goto release; }
     if (rc == 1) { out = Py_None; Py_INCREF(out); goto release; }
@@ -1094,7 +1096,7 @@ release:
 
 static PyMethodDef methods[] = {
     {"solve", kernel_solve, METH_VARARGS,
-     "solve(n, k, tokens, values, usable, capacity, choice, keep, core) -> info tuple, or None past the state limit"},
+     "solve(n, k, tokens, values, usable, capacity, choice, keep, core, bounded_ties) -> info, or None past the limit"},
     {"greedy", kernel_greedy, METH_VARARGS,
      "greedy(n, k, order, tokens, usable, budget, limit, choice): the greedy baseline's walk"},
     {"dual", kernel_dual, METH_VARARGS,

@@ -228,7 +228,9 @@ def solve_reduced(
 TIES_BY_SEARCH = "too many tied optima to order by fidelity: fewest tokens, then the search's order"
 
 
-def solve_kernel_reduced(instance: Instance, scaled: Scaled) -> tuple[Solution, Reduction] | None:
+def solve_kernel_reduced(
+    instance: Instance, scaled: Scaled, *, bounded_ties: bool = True
+) -> tuple[Solution, Reduction] | None:
     """The compiled kernel's tie-rule optimum and its reduction, or None when the kernel cannot
     answer: past its state limit, or when a count limit binds.
 
@@ -238,7 +240,7 @@ def solve_kernel_reduced(instance: Instance, scaled: Scaled) -> tuple[Solution, 
     reduction keeps every allocation worth the same, so CP-SAT's core still holds that optimum.
     The caller checks :func:`.kernel.applies` first.
     """
-    result = solve_kernel(instance, scaled)
+    result = solve_kernel(instance, scaled, bounded_ties=bounded_ties)
     if result is None:
         return None
     if instance.max_records is not None and int((result.choice >= 0).sum()) > instance.max_records:

@@ -63,7 +63,9 @@ class _Runner:
         if not self._kernel_ran:
             self._kernel_ran = True
             if kernel_applies(self.instance):
-                self._kernel = solve_kernel_reduced(self.instance, self.scaled)
+                # massive ties: the dense DP orders them faster when its table is small
+                dense_ok = _dense_cells(self.instance) <= DENSE_CROSS_CHECK_CELLS
+                self._kernel = solve_kernel_reduced(self.instance, self.scaled, bounded_ties=not dense_ok)
             if self._kernel is not None and TIES_BY_SEARCH in self._kernel[0].detail:
                 self._kernel = self._order_ties_densely(*self._kernel)
         return self._kernel

@@ -63,8 +63,13 @@ def applies(instance: Instance) -> bool:
     return enabled() and instance.budget < MAX_CAPACITY and instance.k <= MAX_LEVELS
 
 
-def solve_kernel(instance: Instance, scaled: Scaled) -> KernelResult | None:
-    """The tie-rule optimum by the kernel, or None past its state limit (CP-SAT takes over)."""
+def solve_kernel(instance: Instance, scaled: Scaled, *, bounded_ties: bool = True) -> KernelResult | None:
+    """The tie-rule optimum by the kernel, or None past its state limit (CP-SAT takes over).
+
+    ``bounded_ties``: when millions of optima tie, run the tie-rule DP to the end if its table
+    bounds it (up to 6·10**7 states); False when the caller orders such ties more cheaply (the
+    dense DP, for small tables).
+    """
     assert _kernel is not None
     n, k = instance.n, instance.k
     tokens = np.ascontiguousarray(instance.tokens, dtype=np.int64)
@@ -74,7 +79,7 @@ def solve_kernel(instance: Instance, scaled: Scaled) -> KernelResult | None:
     keep = np.empty((n, k + 1), dtype=np.uint8)
     core = np.empty(n, dtype=np.int64)
     try:
-        info = _kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep, core)
+        info = _kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep, core, bounded_ties)
     except RuntimeError as exc:  # an internal inconsistency: a bug, reported as a solver error
         raise SolverError(str(exc)) from None
     if info is None:
