@@ -861,15 +861,36 @@ done:
     return rc;
 }
 
-static int get_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *name) {
-    int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, view, flags) < 0) return -1;
-    if (view->itemsize != itemsize) {
-        PyErr_Format(PyExc_TypeError, "%s: expected items of %zd bytes", name, itemsize);
-        PyBuffer_Release(view);
-        return -1;
+/* One array argument: its object, item size, whether the kernel writes it, its name, and the
+   byte length its shape calls for. */
+typedef struct { PyObject *obj; Py_ssize_t itemsize; int writable; const char *name; Py_ssize_t bytes; } Argument;
+
+/* Takes the buffers of all arguments (C-contiguous, the right item size and length), or none:
+   on any failure it releases what it took, sets the Python error and returns -1. */
+static int take_buffers(const Argument *arg, Py_buffer *view, int count) {
+    for (int a = 0; a < count; a++) {
+        int flags = PyBUF_C_CONTIGUOUS | (arg[a].writable ? PyBUF_WRITABLE : 0);
+        int ok = PyObject_GetBuffer(arg[a].obj, &view[a], flags) == 0;
+        if (ok && view[a].itemsize != arg[a].itemsize) {
+            PyErr_Format(PyExc_TypeError, "%s: expected items of %zd bytes", arg[a].name, arg[a].itemsize);
+            PyBuffer_Release(&view[a]);
+            ok = 0;
+        } else if (ok && view[a].len != arg[a].bytes) {
+            PyErr_Format(PyExc_ValueError, "%s: array sizes do not match (%zd bytes, expected %zd)", arg[a].name,
+                         view[a].len, arg[a].bytes);
+            PyBuffer_Release(&view[a]);
+            ok = 0;
+        }
+        if (!ok) {
+            while (a-- > 0) PyBuffer_Release(&view[a]);
+            return -1;
+        }
     }
     return 0;
+}
+
+static void release_buffers(Py_buffer *view, int count) {
+    for (int a = 0; a < count; a++) PyBuffer_Release(&view[a]);
 }
 
 static PyObject *kernel_solve(PyObject *self, PyObject *args) {
@@ -885,33 +906,17 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "the kernel takes 0..62 levels per row");
         return NULL;
     }
-    Py_buffer b_tokens, b_values, b_usable, b_choice, b_keep, b_core;
-    if (get_buffer(o_tokens, &b_tokens, 8, 0, "tokens") < 0) return NULL;
-    if (get_buffer(o_values, &b_values, 8, 0, "values") < 0) { PyBuffer_Release(&b_tokens); return NULL; }
-    if (get_buffer(o_usable, &b_usable, 1, 0, "usable") < 0) {
-        PyBuffer_Release(&b_tokens); PyBuffer_Release(&b_values); return NULL;
-    }
-    if (get_buffer(o_choice, &b_choice, 8, 1, "choice") < 0) {
-        PyBuffer_Release(&b_tokens); PyBuffer_Release(&b_values); PyBuffer_Release(&b_usable); return NULL;
-    }
-    if (get_buffer(o_keep, &b_keep, 1, 1, "keep") < 0) {
-        PyBuffer_Release(&b_tokens); PyBuffer_Release(&b_values); PyBuffer_Release(&b_usable);
-        PyBuffer_Release(&b_choice); return NULL;
-    }
-    if (get_buffer(o_core, &b_core, 8, 1, "core") < 0) {
-        PyBuffer_Release(&b_tokens); PyBuffer_Release(&b_values); PyBuffer_Release(&b_usable);
-        PyBuffer_Release(&b_choice); PyBuffer_Release(&b_keep); return NULL;
-    }
+    const Argument arg[] = {
+        {o_tokens, 8, 0, "tokens", n * k * 8}, {o_values, 8, 0, "values", n * k * 8}, {o_usable, 1, 0, "usable", n * k},
+        {o_choice, 8, 1, "choice", n * 8}, {o_keep, 1, 1, "keep", n * (k + 1)}, {o_core, 8, 1, "core", n * 8},
+    };
+    Py_buffer b[6];
+    if (take_buffers(arg, b, 6) < 0) return NULL;
     PyObject *out = NULL;
-    if (b_core.len != n * 8 || b_tokens.len != n * k * 8 || b_values.len != n * k * 8 || b_usable.len != n * k || b_choice.len != n * 8
-        || b_keep.len != n * (k + 1)) {
-        PyErr_SetString(PyExc_ValueError, "array sizes do not match (n, k)");
-        goto release;
-    }
-    Problem P = {n, k, b_tokens.buf, b_values.buf, b_usable.buf, (int64_t)capacity, 0, 1, 0};
+    Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, (int64_t)capacity, 0, 1, 0};
     double info[12] = {0};
     int rc;
-    rc = solve(&P, b_choice.buf, b_keep.buf, b_core.buf, bounded_ties, info);  /* holds the GIL: one shared workspace */
+    rc = solve(&P, b[3].buf, b[4].buf, b[5].buf, bounded_ties, info);  /* holds the GIL: one shared workspace */
     if (rc < 0) { PyErr_NoMemory(); goto release; }
     if (rc == 2) { PyErr_SetString(PyExc_RuntimeError, "kernel: the tie-rule states lost the optimum"); goto release; }
     if (rc == 1) { out = Py_None; Py_INCREF(out); goto release; }
@@ -919,8 +924,7 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
                         (long long)info[4], (long long)info[5], (long long)info[6], (long long)info[7],
                         (long long)info[8], (int)info[9], (long long)info[10], (long long)info[11]);
 release:
-    PyBuffer_Release(&b_tokens); PyBuffer_Release(&b_values); PyBuffer_Release(&b_usable);
-    PyBuffer_Release(&b_choice); PyBuffer_Release(&b_keep); PyBuffer_Release(&b_core);
+    release_buffers(b, 6);
     return out;
 }
 
@@ -936,29 +940,19 @@ static PyObject *kernel_scale(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "nnOOOdLdOO", &n, &k, &o_tokens, &o_utility, &o_mask, &price, &budget, &factor,
                           &o_out, &o_usable))
         return NULL;
-    Py_buffer bt, bu, bm, bo, bs;
     int passes_best = factor <= 0.0;  /* factor 0: pass 1 (o_out is a float (n,) array) */
-    if (get_buffer(o_tokens, &bt, 8, 0, "tokens") < 0) return NULL;
-    if (get_buffer(o_utility, &bu, 8, 0, "utility") < 0) { PyBuffer_Release(&bt); return NULL; }
-    if (get_buffer(o_mask, &bm, 1, 0, "mask") < 0) { PyBuffer_Release(&bt); PyBuffer_Release(&bu); return NULL; }
-    if (get_buffer(o_out, &bo, 8, 1, "out") < 0) {
-        PyBuffer_Release(&bt); PyBuffer_Release(&bu); PyBuffer_Release(&bm); return NULL;
-    }
-    if (get_buffer(o_usable, &bs, 1, 1, "usable") < 0) {
-        PyBuffer_Release(&bt); PyBuffer_Release(&bu); PyBuffer_Release(&bm); PyBuffer_Release(&bo); return NULL;
-    }
-    PyObject *result = NULL;
-    if (bt.len != n * k * 8 || bu.len != n * k * 8 || bm.len != n * k
-        || bo.len != (passes_best ? n : n * k) * 8 || bs.len != (passes_best ? 0 : n * k)) {
-        PyErr_SetString(PyExc_ValueError, "array sizes do not match (n, k)");
-        goto release;
-    }
-    const int64_t *t = bt.buf;
-    const double *u = bu.buf;
-    const uint8_t *m = bm.buf;
+    const Argument arg[] = {
+        {o_tokens, 8, 0, "tokens", n * k * 8}, {o_utility, 8, 0, "utility", n * k * 8}, {o_mask, 1, 0, "mask", n * k},
+        {o_out, 8, 1, "out", (passes_best ? n : n * k) * 8}, {o_usable, 1, 1, "usable", passes_best ? 0 : n * k},
+    };
+    Py_buffer b[5];
+    if (take_buffers(arg, b, 5) < 0) return NULL;
+    const int64_t *t = b[0].buf;
+    const double *u = b[1].buf;
+    const uint8_t *m = b[2].buf;
     Py_BEGIN_ALLOW_THREADS
     if (passes_best) {
-        double *best = bo.buf;
+        double *best = b[3].buf;
         for (Py_ssize_t i = 0; i < n; i++) {
             double b = 0.0;
             for (Py_ssize_t j = i * k; j < (i + 1) * k; j++) {
@@ -969,8 +963,8 @@ static PyObject *kernel_scale(PyObject *self, PyObject *args) {
             best[i] = b;
         }
     } else {
-        int64_t *values = bo.buf;
-        uint8_t *usable = bs.buf;
+        int64_t *values = b[3].buf;
+        uint8_t *usable = b[4].buf;
         for (Py_ssize_t j = 0; j < n * k; j++) {
             int offered = m[j] && t[j] <= budget;
             double net = offered ? u[j] - price * (double)t[j] : 0.0;
@@ -979,11 +973,8 @@ static PyObject *kernel_scale(PyObject *self, PyObject *args) {
         }
     }
     Py_END_ALLOW_THREADS
-    result = Py_None;
-    Py_INCREF(result);
-release:
-    PyBuffer_Release(&bt); PyBuffer_Release(&bu); PyBuffer_Release(&bm); PyBuffer_Release(&bo); PyBuffer_Release(&bs);
-    return result;
+    release_buffers(b, 5);
+    Py_RETURN_NONE;
 }
 
 /* The (m+1)-th largest of a[0..len) (quickselect; a is reordered). */
@@ -1013,17 +1004,18 @@ static PyObject *kernel_dual(PyObject *self, PyObject *args) {
     double budget, lam;
     if (!PyArg_ParseTuple(args, "nnOOddnO", &levels, &n, &o_values, &o_sizes, &budget, &lam, &limit, &o_scratch))
         return NULL;
-    Py_buffer bv, bs, bx;
-    if (get_buffer(o_values, &bv, 8, 0, "values") < 0) return NULL;
-    if (get_buffer(o_sizes, &bs, 8, 0, "sizes") < 0) { PyBuffer_Release(&bv); return NULL; }
-    if (get_buffer(o_scratch, &bx, 8, 1, "scratch") < 0) { PyBuffer_Release(&bv); PyBuffer_Release(&bs); return NULL; }
-    PyObject *result = NULL;
-    if (levels < 1 || bv.len != levels * n * 8 || bs.len != levels * n * 8 || bx.len != n * 8 || limit < 0) {
-        PyErr_SetString(PyExc_ValueError, "array sizes do not match (levels, n)");
-        goto release;
+    if (levels < 1 || limit < 0) {
+        PyErr_SetString(PyExc_ValueError, "dual: at least one level (delete) and a limit >= 0");
+        return NULL;
     }
-    const double *v = bv.buf, *w = bs.buf;
-    double *gain = bx.buf;
+    const Argument arg[] = {
+        {o_values, 8, 0, "values", levels * n * 8}, {o_sizes, 8, 0, "sizes", levels * n * 8},
+        {o_scratch, 8, 1, "scratch", n * 8},
+    };
+    Py_buffer b[3];
+    if (take_buffers(arg, b, 3) < 0) return NULL;
+    const double *v = b[0].buf, *w = b[1].buf;
+    double *gain = b[2].buf;
     size_t positive = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         double best = -HUGE_VAL;
@@ -1043,10 +1035,8 @@ static PyObject *kernel_dual(PyObject *self, PyObject *args) {
         }
         total += best;
     }
-    result = Py_BuildValue("(dd)", lam * budget + mu * (double)limit + total, mu);
-release:
-    PyBuffer_Release(&bv); PyBuffer_Release(&bs); PyBuffer_Release(&bx);
-    return result;
+    release_buffers(b, 3);
+    return Py_BuildValue("(dd)", lam * budget + mu * (double)limit + total, mu);
 }
 
 /* The greedy baseline's walk (greedy.py): rows in the given order, each at its first usable
@@ -1058,21 +1048,16 @@ static PyObject *kernel_greedy(PyObject *self, PyObject *args) {
     long long budget, limit;
     if (!PyArg_ParseTuple(args, "nnOOOLLO", &n, &k, &o_order, &o_tokens, &o_usable, &budget, &limit, &o_choice))
         return NULL;
-    Py_buffer bo, bt, bu, bc;
-    if (get_buffer(o_order, &bo, 8, 0, "order") < 0) return NULL;
-    if (get_buffer(o_tokens, &bt, 8, 0, "tokens") < 0) { PyBuffer_Release(&bo); return NULL; }
-    if (get_buffer(o_usable, &bu, 1, 0, "usable") < 0) { PyBuffer_Release(&bo); PyBuffer_Release(&bt); return NULL; }
-    if (get_buffer(o_choice, &bc, 8, 1, "choice") < 0) {
-        PyBuffer_Release(&bo); PyBuffer_Release(&bt); PyBuffer_Release(&bu); return NULL;
-    }
+    const Argument arg[] = {
+        {o_order, 8, 0, "order", n * 8}, {o_tokens, 8, 0, "tokens", n * k * 8}, {o_usable, 1, 0, "usable", n * k},
+        {o_choice, 8, 1, "choice", n * 8},
+    };
+    Py_buffer b[4];
+    if (take_buffers(arg, b, 4) < 0) return NULL;
     PyObject *result = NULL;
-    if (bo.len != n * 8 || bt.len != n * k * 8 || bu.len != n * k || bc.len != n * 8) {
-        PyErr_SetString(PyExc_ValueError, "array sizes do not match (n, k)");
-        goto release;
-    }
-    const int64_t *order = bo.buf, *tokens = bt.buf;
-    const uint8_t *usable = bu.buf;
-    int64_t *choice = bc.buf, left = budget, taken = 0;
+    const int64_t *order = b[0].buf, *tokens = b[1].buf;
+    const uint8_t *usable = b[2].buf;
+    int64_t *choice = b[3].buf, left = budget, taken = 0;
     for (Py_ssize_t i = 0; i < n; i++) choice[i] = -1;
     for (Py_ssize_t a = 0; a < n; a++) {
         if (limit >= 0 && taken >= limit) break;
@@ -1090,7 +1075,7 @@ static PyObject *kernel_greedy(PyObject *self, PyObject *args) {
     result = Py_None;
     Py_INCREF(result);
 release:
-    PyBuffer_Release(&bo); PyBuffer_Release(&bt); PyBuffer_Release(&bu); PyBuffer_Release(&bc);
+    release_buffers(b, 4);
     return result;
 }
 
