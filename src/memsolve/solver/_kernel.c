@@ -337,22 +337,47 @@ static inline int can_match(const Problem *P, i128 bound, int64_t value, int64_t
 /* One option of the row being added to a DP layer: every state moves by (dw, dv). */
 typedef struct { int64_t dw, dv; int32_t option; } Shift;
 
-/* The next point of a layer's shifted copies merged in order (tokens ascending, then value
-   descending), into *w, *v: returns which copy it comes from, or -1 when all are used up.
-   A layer holds States or Pairs, both starting with (w, v). */
-static int merge_next(const char *layer, size_t size, size_t to, const Shift *shift, const size_t *cursor, int s,
-                      int64_t *w, int64_t *v) {
-    int pick = -1;
-    int64_t bw = 0, bv = 0;
-    for (int a = 0; a < s; a++) {
-        if (cursor[a] >= to) continue;
-        const int64_t *point = (const int64_t *)(layer + cursor[a] * size);
-        int64_t cw = point[0] + shift[a].dw, cv = point[1] + shift[a].dv;
-        if (pick < 0 || cw < bw || (cw == bw && cv > bv)) { pick = a; bw = cw; bv = cv; }
+/* A layer's shifted copies (one per option of the row being added), merged in order (tokens
+   ascending, then value descending) with every point an earlier one dominates dropped: what
+   remains is the next layer's Pareto set before its bound tests. A layer holds States or Pairs,
+   both starting with (w, v). */
+typedef struct {
+    const char *layer;  /* set once the layer's storage can no longer move */
+    size_t size, from, to;
+    Shift shift[64];
+    size_t cursor[64];
+    int s;
+    int64_t maxv;
+    int started;
+} Merge;
+
+static inline void merge_add(Merge *m, int64_t dw, int64_t dv, int32_t option) {
+    m->shift[m->s] = (Shift){dw, dv, option};
+    m->cursor[m->s] = m->from;
+    m->s++;
+}
+
+/* The next undominated point into *w, *v, and the index in the layer of the point it shifts:
+   returns which copy it comes from, or -1 when all are used up. */
+static inline int merge_next(Merge *m, int64_t *w, int64_t *v, size_t *at) {
+    for (;;) {
+        int pick = -1;
+        int64_t bw = 0, bv = 0;
+        for (int a = 0; a < m->s; a++) {
+            if (m->cursor[a] >= m->to) continue;
+            const int64_t *point = (const int64_t *)(m->layer + m->cursor[a] * m->size);
+            int64_t cw = point[0] + m->shift[a].dw, cv = point[1] + m->shift[a].dv;
+            if (pick < 0 || cw < bw || (cw == bw && cv > bv)) { pick = a; bw = cw; bv = cv; }
+        }
+        if (pick < 0) return -1;
+        *at = m->cursor[pick]++;
+        if (m->started && bv <= m->maxv) continue;  /* dominated: no more value for no fewer tokens */
+        m->started = 1;
+        m->maxv = bv;
+        *w = bw;
+        *v = bv;
+        return pick;
     }
-    *w = bw;
-    *v = bv;
-    return pick;
 }
 
 /* Adds a point (heavier and more valuable than the last) to an upper hull of h vertices,
@@ -664,8 +689,6 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     long inc_layer = -1;  /* the incumbent: -1 the greedy allocation, else a state's layer */
     int32_t inc_parent = -1, inc_option = -1;
     size_t layers = 0, generated = 1;
-    Shift shift[64];
-    size_t cursor[64];
     for (size_t c = 0;; c++) {
         if (c == sorted) {
             if (sorted == n_cand) break;
@@ -687,36 +710,29 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         int hi_infinite = hi_state < 0;  /* no row can give tokens back */
         int f = floor_opt[r];
         int64_t fw = option_w(P, r, f), fv = option_v(P, r, f);
-        int s = 0;
+        Merge merge = {.size = sizeof(State), .from = from, .to = to};
         for (Py_ssize_t o = 0; o <= k; o++)
-            if (option_ok(P, r, o)) {
-                shift[s] = (Shift){option_w(P, r, o) - fw, option_v(P, r, o) - fv, (int32_t)o};
-                cursor[s] = from;
-                s++;
-            }
-        generated += count * (size_t)s;
+            if (option_ok(P, r, o)) merge_add(&merge, option_w(P, r, o) - fw, option_v(P, r, o) - fv, (int32_t)o);
+        generated += count * (size_t)merge.s;
         if (generated > PHASE1_LIMIT) { rc = 1; goto done; }
-        if (vec_reserve(&states, count * (size_t)s)) goto done;
+        if (vec_reserve(&states, count * (size_t)merge.s)) goto done;
         State *st = states.a;
-        int64_t maxv = INT64_MIN;
-        int started = 0;
+        merge.layer = (const char *)st;
         for (;;) {
             int64_t bw, bv;
-            int pick = merge_next((const char *)st, sizeof(State), to, shift, cursor, s, &bw, &bv);
+            size_t parent;
+            int pick = merge_next(&merge, &bw, &bv, &parent);
             if (pick < 0) break;
-            size_t parent = cursor[pick]++;
-            if (started && bv <= maxv) continue;  /* Pareto-dominated */
-            started = 1;
-            maxv = bv;
+            int32_t option = merge.shift[pick].option;
             int64_t tw = floor_w + bw, tv = floor_v + bv;
             if (tw <= P->capacity && (tv > inc_v || (tv == inc_v && tw < inc_w))) {
                 inc_v = tv; inc_w = tw;
                 inc_layer = (long)layers + 1;
                 inc_parent = (int32_t)(parent - from);
-                inc_option = shift[pick].option;
+                inc_option = option;
             }
             if (!may_improve(tv, floor_w + bw, P->capacity, &lo, &hi, hi_infinite, inc_v, inc_w)) continue;
-            st[states.len++] = (State){bw, bv, (int32_t)(parent - from), shift[pick].option};
+            st[states.len++] = (State){bw, bv, (int32_t)(parent - from), option};
         }
         if (vec_reserve(&layer_start, 1)) goto done;
         ((size_t *)layer_start.a)[layer_start.len++] = states.len;
@@ -779,29 +795,20 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             base -= best;  /* this row's contribution now comes from the state */
             size_t from = ps[j + 1], to = pairs.len;
             size_t count = to - from;
-            int s = 0;
+            Merge merge = {.size = sizeof(Pair), .from = from, .to = to};
             for (Py_ssize_t o = 0; o <= k; o++)
-                if (keep[r * (k + 1) + o]) {
-                    shift[s] = (Shift){option_w(P, r, o), option_v(P, r, o), (int32_t)o};
-                    cursor[s] = from;
-                    s++;
-                }
-            generated2 += count * (size_t)s;
+                if (keep[r * (k + 1) + o]) merge_add(&merge, option_w(P, r, o), option_v(P, r, o), (int32_t)o);
+            generated2 += count * (size_t)merge.s;
             if (generated2 > limit2) { tie_rule = 0; break; }
-            if (vec_reserve(&pairs, count * (size_t)s)) goto done;
+            if (vec_reserve(&pairs, count * (size_t)merge.s)) goto done;
             ps = pair_start.a;
             Pair *pr = pairs.a;
             ps[j] = pairs.len;
-            int64_t maxv = INT64_MIN;
-            int started = 0;
+            merge.layer = (const char *)pr;
             for (;;) {
                 int64_t bw, bv;
-                int pick = merge_next((const char *)pr, sizeof(Pair), to, shift, cursor, s, &bw, &bv);
-                if (pick < 0) break;
-                cursor[pick]++;
-                if (started && bv <= maxv) continue;
-                started = 1;
-                maxv = bv;
+                size_t at;
+                if (merge_next(&merge, &bw, &bv, &at) < 0) break;
                 if (bw > room) continue;
                 i128 bound = base + (i128)P->q * bv - (i128)P->p * bw;
                 if (!can_match(P, bound, best_v, best_w)) continue;
