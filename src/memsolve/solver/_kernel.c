@@ -284,7 +284,6 @@ typedef struct {
     const uint8_t *usable;
     int64_t capacity;
     int64_t p, q;     /* lambda = p / q */
-    i128 upper;       /* U * q */
 } Problem;
 
 /* option o of row i: a level 0..k-1, or k = delete */
@@ -592,10 +591,10 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     /* each row's best value at lambda, its gap to the next best option, and the increments
        around its reference, ranked for Pisinger's bound */
     searched = scratch(W_SEARCHED, (size_t)n, 1);
-    if (searched) memset(searched, 0, (size_t)n);
+    if (!searched) goto done;
+    memset(searched, 0, (size_t)n);
     memset(&rank_next, 0, sizeof rank_next);
     memset(&rank_prev, 0, sizeof rank_prev);
-    if (!searched) goto done;
     i128 upper = (i128)P->p * P->capacity;
     for (Py_ssize_t i = 0; i < n; i++) {
         size_t at = (size_t)i * (size_t)(k + 1);
@@ -631,7 +630,6 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             rank_offer(&rank_prev, x.eff, i, x);
         }
     }
-    P->upper = upper;
     rank_finish(&rank_next);
     rank_finish(&rank_prev);
     /* 3. phase 1: the optimum (value, then tokens) */
@@ -851,7 +849,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
 
     info[0] = (double)P->p;
     info[1] = (double)P->q;
-    info[2] = (double)P->upper / (double)P->q;
+    info[2] = (double)upper / (double)P->q;
     info[3] = (double)best_v;
     info[4] = (double)best_w;
     info[5] = (double)on_hull;
@@ -920,7 +918,7 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     Py_buffer b[6];
     if (take_buffers(arg, b, 6) < 0) return NULL;
     PyObject *out = NULL;
-    Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, (int64_t)capacity, 0, 1, 0};
+    Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, (int64_t)capacity, 0, 1};
     double info[12] = {0};
     int rc;
     rc = solve(&P, b[3].buf, b[4].buf, b[5].buf, bounded_ties, info);  /* holds the GIL: one shared workspace */

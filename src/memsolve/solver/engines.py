@@ -66,15 +66,13 @@ class _Runner:
                 # massive ties: the dense DP orders them faster when its table is small
                 dense_ok = _dense_cells(self.instance) <= DENSE_CROSS_CHECK_CELLS
                 self._kernel = solve_kernel_reduced(self.instance, self.scaled, bounded_ties=not dense_ok)
-            if self._kernel is not None and TIES_BY_SEARCH in self._kernel[0].detail:
-                self._kernel = self._order_ties_densely(*self._kernel)
+                if self._kernel is not None and dense_ok and TIES_BY_SEARCH in self._kernel[0].detail:
+                    self._kernel = self._order_ties_densely(*self._kernel)
         return self._kernel
 
     def _order_ties_densely(self, solution: Solution, reduction: Reduction) -> tuple[Solution, Reduction]:
-        """Too many tied optima for the kernel's tie-rule DP: the dense DP orders them all when
-        its table is small (Pisinger's classes at a few hundred records)."""
-        if _dense_cells(self.instance) > DENSE_CROSS_CHECK_CELLS:
-            return solution, reduction
+        """Too many tied optima for the kernel's tie-rule DP, and a dense DP table small enough:
+        the dense DP orders them all (Pisinger's classes at a few hundred records)."""
         dense = solve_dp(self.instance, self.scaled)
         if dense.status != OPTIMAL or dense.scaled_objective != solution.scaled_objective:
             raise SolverError(f"the kernel ({solution.objective!r}) and the dense DP ({dense.objective!r}) disagree")
