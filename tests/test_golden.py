@@ -48,12 +48,11 @@ def test_golden_command(cli: Cli, name: str, args: list[str]) -> None:
 
 def test_golden_state_sequence(cli: Cli, tmp_path: Path) -> None:
     db = tmp_path / "state.db"
+    round_ = ["--policy", "policies/team-a.yaml", "--state", db, "--agent", "planner", "--format", "json"]
     steps = [
-        ("state-round-1", ["--policy", "policies/team-a.yaml", "--state", db, "--agent", "planner", "--format", "json"]),
-        ("state-round-2", ["--policy", "policies/team-a.yaml", "--state", db, "--agent", "planner", "--format", "json",
-                           "--budget", "200"]),
-        ("state-round-3", ["--policy", "policies/team-a.yaml", "--state", db, "--agent", "planner", "--format", "json",
-                           "--refresh"]),
+        ("state-round-1", round_),
+        ("state-round-2", [*round_, "--budget", "200"]),
+        ("state-round-3", [*round_, "--refresh"]),
         ("state-show-json", ["state", "show", "--state", db, "--agent", "planner", "--policy",
                              "policies/team-a.yaml", "--format", "json"]),
         ("state-show-table", ["state", "show", "--state", db, "--agent", "planner", "--policy",

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import memsolve
-from memsolve import _source, records
-from memsolve.audit import invariants
-from memsolve.state import StateStore
+from memsolve import records, source
+from memsolve.ci.audit import invariants
+from memsolve.rounds.state import StateStore
 
 from .conftest import ROOT, make_policy, write
 
@@ -65,14 +65,14 @@ def test_numbers_beyond_the_solver_range(tmp_path: Path, cli) -> None:
 
 def test_size_count_and_string_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = write(tmp_path, "r.json", [{"id": f"r{i}", "timestamp": 0, "tokens": 1, "utility": 1} for i in range(5)])
-    monkeypatch.setattr(_source, "MAX_FILE_BYTES", 10)
+    monkeypatch.setattr(source, "MAX_FILE_BYTES", 10)
     with pytest.raises(memsolve.InputError, match="more than the limit"):
         memsolve.load_records(path)
-    monkeypatch.setattr(_source, "MAX_FILE_BYTES", 10**6)
+    monkeypatch.setattr(source, "MAX_FILE_BYTES", 10**6)
     monkeypatch.setattr(records, "MAX_RECORDS", 4)
     with pytest.raises(memsolve.InputError, match="5 records, more than the limit of 4"):
         memsolve.load_records(path)
-    monkeypatch.setattr(_source, "MAX_STRING", 3)
+    monkeypatch.setattr(source, "MAX_STRING", 3)
     with pytest.raises(memsolve.InputError, match="string of"):
         memsolve.load_records(write(tmp_path, "s.yaml", "- {id: abcdef, timestamp: 0, tokens: 1, utility: 1}\n"))
 

@@ -185,9 +185,9 @@ _levels = st.dictionaries(st.sampled_from(["tokens", "utility", "text", "extra"]
     )
 )
 def test_fast_check_accepts_only_what_the_schema_accepts(item) -> None:
-    from memsolve._source import find_non_finite
     from memsolve.records import looks_valid
     from memsolve.schemas import validator
+    from memsolve.source import find_non_finite
 
     if looks_valid(item):
         assert validator("records", "record").is_valid(item)

@@ -110,10 +110,10 @@ def test_utilities_from_relevance_are_sharpened_and_traced() -> None:
     policy = memsolve.load_policy(ROOT / "policies/incidents.yaml", ["budget.max_records=5"])
     result = memsolve.solve(policy, memsolve.load_records(ROOT / "examples/incidents/records.jsonl"),
                             memsolve.Context(tenant="team-a", query=Q))
-    derived = result.entry("M5").derived_utility
-    assert derived["from"] == "relevance" and derived["best_score"] == pytest.approx(0.50664435925)
-    assert derived["sharpened"] == pytest.approx(math.exp((derived["score"] - derived["best_score"]) / 0.05))
-    assert result.entry("M3").derived_utility["sharpened"] == 1.0
+    derived = result.entry("M5").allocation.derived
+    assert derived.to_dict()["from"] == "relevance" and derived.best_score == pytest.approx(0.50664435925)
+    assert derived.sharpened == pytest.approx(math.exp((derived.score - derived.best_score) / 0.05))
+    assert result.entry("M3").allocation.derived.sharpened == 1.0
 
 
 def test_hand_given_utilities_win_over_relevance() -> None:
@@ -123,7 +123,7 @@ def test_hand_given_utilities_win_over_relevance() -> None:
                {"id": "derived", "timestamp": 0, "text": "database timeout deploy"}]
     result = memsolve.solve(policy, memsolve.load_records(records), memsolve.Context(query=Q))
     assert {s.id: s.utility for s in result.selected}["given"] == 7.0
-    assert result.entry("given").derived_utility is None
+    assert result.entry("given").allocation.derived is None
 
 
 def test_relevance_utility_without_a_query_is_an_input_error() -> None:

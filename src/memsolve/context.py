@@ -1,19 +1,19 @@
 """Facts of the moment: now, tenant, session, current versions, query, budget.
 
-Each comes from the caller (command-line flags or :class:`Context`), the records file's context
-fields, or the policy. Sources that give different values are an input error: memsolve never
-silently prefers one authority over another.
+:class:`Context` is the one definition of these fields: the caller passes one, a records file
+may carry one, a policy's ``context:`` block is one, and policy tests and the command-line
+flags are derived from its fields. :func:`resolve_context` reconciles the three sources; sources
+that give different values are an input error: memsolve never silently prefers one authority
+over another.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError, Location
-from .policies.model import Policy, VersionAuthorityRule
-from .records import RecordSet
 from .timeutil import (
     NUMBER,
     RFC3339,
@@ -23,6 +23,10 @@ from .timeutil import (
     parse_timestamp,
     time_kind,
 )
+
+if TYPE_CHECKING:  # the policy and records modules build on Context; these are for annotations
+    from .policies.model import Policy
+    from .records import RecordSet
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,9 @@ class Context:
     max_records: int | None = None
     current_version: str | None = None
     current_versions: Mapping[str, str] = field(default_factory=dict)
+
+
+CONTEXT_FIELDS = tuple(f.name for f in fields(Context))
 
 
 @dataclass(frozen=True)
@@ -110,7 +117,7 @@ def resolve_context(policy: Policy, records: RecordSet, context: Context | None)
     tenant = everywhere("tenant", ctx.tenant, rc.tenant, policy.tenant, "tenant")
     session = everywhere("session", ctx.session, rc.session, policy.context.session, "context", "session")
     query = everywhere("query", ctx.query, rc.query, policy.context.query, "context", "query")
-    authority_rules = policy.rules_of(VersionAuthorityRule)
+    authority_rules = policy.authority_rules
     current_version = _pick(
         "current_version",
         [_Given(flag, ctx.current_version, None), _Given(file, rc.current_version, rec("current_version"))]

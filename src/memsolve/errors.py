@@ -11,6 +11,9 @@ The library raises these and never prints or exits; the CLI maps them to exit co
 
 from __future__ import annotations
 
+import difflib
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -78,3 +81,23 @@ class SolverError(MemsolveError):
 
 class StateError(MemsolveError):
     """The state store cannot be read or written safely."""
+
+
+def unknown(value: object, options: Iterable[str], what: str) -> str:
+    """``unknown WHAT `value``` and a "did you mean" hint, or the options when none is close."""
+    options = list(options)
+    text = str(value)  # YAML keys may be null or numbers
+    hint = difflib.get_close_matches(text, options, n=1) or difflib.get_close_matches(
+        text.replace("-", "_"), options, n=1
+    )
+    message = f"unknown {what} `{text}`"
+    if hint:
+        return message + f"; did you mean `{hint[0]}`?"
+    return message + f"; expected one of {', '.join(f'`{o}`' for o in options)}"
+
+
+def not_finite(value: float) -> str:
+    """The message for a NaN or an infinity (or an integer too large to be a count or a time)."""
+    if isinstance(value, float) and math.isnan(value):
+        return f"expected a finite number, got `{value}`"
+    return f"expected a finite number of magnitude at most 2**63, got `{value}`"

@@ -1,13 +1,15 @@
-"""Optional plots (matplotlib, the `plot` extra). Files are written atomically, never silently replaced."""
+"""Optional plots (matplotlib, the ``plot`` extra): the value frontier and a MemPrice trajectory.
+
+Files are written atomically and never silently replaced (:mod:`memsolve.output`).
+"""
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import InputError, Location
+from .output import write_atomic
 
 
 def _pyplot():
@@ -32,19 +34,14 @@ def save_figure(fig, path: str, force: bool) -> None:
     suffix = target.suffix.lower()
     if suffix not in (".svg", ".png", ".pdf"):
         raise InputError("plot file must end in .svg, .png or .pdf", Location(path))
-    if target.exists() and not force:
-        raise InputError("file exists; pass --force to replace it", Location(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
-    os.close(fd)
-    try:
-        # fixed metadata keeps SVG output byte-identical between runs
-        # fixed salt and metadata keep the file byte-identical between runs
-        metadata = {"Date": None} if suffix == ".svg" else {"CreationDate": None} if suffix == ".pdf" else {}
+    # fixed salt and metadata keep the file byte-identical between runs
+    metadata = {"Date": None} if suffix == ".svg" else {"CreationDate": None} if suffix == ".pdf" else {}
+
+    def write(tmp: str) -> None:
         with plt_rc({"svg.hashsalt": "memsolve"}):
             fig.savefig(tmp, format=suffix[1:], metadata=metadata)
-        os.replace(tmp, target)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
+
+    write_atomic(target, write, force=force, suffix=suffix)
 
 
 def plot_frontier(points: Sequence[tuple[int, float]], path: str, *, force: bool = False, title: str = "") -> None:

@@ -13,13 +13,14 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from . import schemas
-from ._source import MAX_INTEGER, Document, find_non_finite, load_document
-from .errors import InputError, Location
+from .context import CONTEXT_FIELDS, Context
+from .errors import InputError, Location, not_finite
+from .source import MAX_INTEGER, Document, find_non_finite, load_document
 from .timeutil import TimeValueError, parse_duration, parse_timestamp, time_kind
 
 # Larger token counts would overflow the solvers' 64-bit arithmetic once summed.
@@ -69,20 +70,6 @@ AnyRecord = Record | InvalidRecord
 
 
 @dataclass(frozen=True)
-class RecordsContext:
-    """Context fields a records file may carry (the seed-000 case shape)."""
-
-    budget: int | None = None
-    max_records: int | None = None
-    now: Any = None
-    tenant: str | None = None
-    session: str | None = None
-    query: str | None = None
-    current_version: str | None = None
-    current_versions: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
 class ActionValues:
     original: tuple[float, ...]
     compressed: tuple[float, ...]
@@ -93,7 +80,7 @@ class RecordSet:
     """All input records in input order, valid or not, with the file's context fields."""
 
     records: tuple[AnyRecord, ...]
-    context: RecordsContext = RecordsContext()
+    context: Context = Context()  # the context fields the file carries (a case object)
     actions: ActionValues | None = None
     file: str | None = None
     sha256: str = ""
@@ -138,7 +125,7 @@ def _build(doc: Document, sha256: str) -> RecordSet:
         for key in ("original_action_values", "compressed_action_values", "budget", "now"):
             bad = find_non_finite(data.get(key), (key,))
             if bad is not None:
-                raise doc.error(bad[0], _not_finite(bad[1]))
+                raise doc.error(bad[0], not_finite(bad[1]))
     # the file's shape; each record is checked on its own below (so one bad record can be excluded)
     shape = {**data, "records": []} if isinstance(data, dict) and isinstance(data.get("records"), list) else data
     if not (isinstance(shape, list) and all(isinstance(item, dict) for item in shape)):
@@ -147,19 +134,11 @@ def _build(doc: Document, sha256: str) -> RecordSet:
         schemas.check(doc, data, "records")
     if isinstance(data, dict):
         items, prefix = data["records"], ("records",)
-        context = RecordsContext(
-            budget=data.get("budget"),
-            max_records=data.get("max_records"),
-            now=data.get("now"),
-            tenant=data.get("tenant"),
-            session=data.get("session"),
-            query=data.get("query"),
-            current_version=data.get("current_version"),
-            current_versions=dict(data.get("current_versions", {})),
-        )
+        context = Context(**{name: data[name] for name in CONTEXT_FIELDS if name in data})
+        context = replace(context, current_versions=dict(context.current_versions))
         actions = _actions(doc, data)
     else:
-        items, context, actions = data, RecordsContext(), None
+        items, context, actions = data, Context(), None
 
     if len(items) > MAX_RECORDS:
         raise doc.error(prefix, f"{len(items):,} records, more than the limit of {MAX_RECORDS:,}")
@@ -223,7 +202,7 @@ def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...], kind
     if not looks_valid(item):  # the fast path; jsonschema words the error (and is the authority)
         bad = find_non_finite(item, path)
         if bad is not None:
-            raise doc.error(bad[0], _not_finite(bad[1]))
+            raise doc.error(bad[0], not_finite(bad[1]))
         schemas.check(doc, item, "records", "record", prefix=path)
     try:
         timestamp = parse_timestamp(item["timestamp"])
@@ -353,12 +332,6 @@ def _check_tokens(doc: Document, tokens: int | None, path: tuple[Any, ...]) -> N
 
 
 MAX_RECORDS = 1_000_000
-
-
-def _not_finite(value: float) -> str:
-    if math.isinf(value):
-        return f"expected a finite number of magnitude at most 2**63, got `{value}`"
-    return f"expected a finite number, got `{value}`"
 
 
 def _float(value: Any) -> float | None:

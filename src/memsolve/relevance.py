@@ -3,7 +3,9 @@
 Score = (1 − w)·cos + w·2^(−age/half_life). Text is lower-cased and split on non-alphanumeric
 characters; words in :data:`STOP_WORDS` are dropped. TF-IDF uses log term frequency
 (1 + ln tf) and smoothed idf ln((1 + N)/(1 + df)) + 1 over the records of the same tenant.
-A record sharing no term with the query (cosine 0) fails the rule whatever its recency.
+Scores are values (:class:`Relevance`); utilities derive from the score at 12 decimal places,
+the resolution the evidence shows, so a person reads exactly the number that was used. The relevance rule
+(:mod:`memsolve.policies.rules`) judges records with them.
 """
 
 from __future__ import annotations
@@ -11,16 +13,13 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .records import Record
-
-if TYPE_CHECKING:
-    from .policies.model import RelevanceRule
-    from .policies.rules import Verdict, _Evaluator
 
 STOP_WORDS = frozenset(
     """a about after all also an and any are as at be been before but by can did do does for
@@ -86,37 +85,37 @@ def bm25(query: str, documents: Sequence[str], k1: float = 1.5, b: float = 0.75)
     return scores / top if top > 0 else scores
 
 
-def relevance_check(ev: _Evaluator, rule: RelevanceRule, records: Sequence[Record]) -> Callable[[Record], Verdict]:
-    from .policies.rules import Verdict, number
+@dataclass(frozen=True)
+class Relevance:
+    """One record's relevance to the query: similarity, recency and their blend."""
 
-    query = ev.ctx.query
-    if not query:
-        def no_query(record: Record) -> Verdict:
-            return Verdict(rule.id, True, "no query given; relevance not applied", {"query": None})
-        return no_query
+    similarity: float
+    recency: float
+    score: float
 
-    half_life = ev.duration(rule.half_life) if rule.half_life is not None else (
-        24.0 if ev.ctx.time_kind == "number" else 24 * 3600.0
-    )
-    by_tenant: dict[Any, list[Record]] = defaultdict(list)
-    for record in records:
-        by_tenant[record.tenant].append(record)
-    similarity: dict[str, float] = {}
-    score_fn = bm25 if rule.scorer == "bm25" else tfidf_cosine
+    @property
+    def value(self) -> float:
+        """The score at the evidence's resolution (12 decimals): the number utilities derive from."""
+        return round(self.score, 12)
+
+
+def score_records(
+    query: str, records: Sequence[Record], now: float, half_life: float, recency_weight: float, scorer: str
+) -> list[Relevance]:
+    """Each record's relevance (input order); similarity is computed within each tenant's records."""
+    by_tenant: dict[Any, list[int]] = defaultdict(list)
+    for index, record in enumerate(records):
+        by_tenant[record.tenant].append(index)
+    similarity = [0.0] * len(records)
+    score_fn = bm25 if scorer == "bm25" else tfidf_cosine
     for group in by_tenant.values():
-        values = score_fn(query, [record_text(r) for r in group])
-        similarity.update({r.id: float(v) for r, v in zip(group, values, strict=True)})
-    w = rule.recency_weight
-
-    def check(record: Record) -> Verdict:
-        cos = similarity[record.id]
-        age = max(ev.ctx.now - record.timestamp, 0.0)
+        values = score_fn(query, [record_text(records[i]) for i in group])
+        for i, value in zip(group, values.tolist(), strict=True):
+            similarity[i] = value
+    w = recency_weight
+    out = []
+    for record, cos in zip(records, similarity, strict=True):
+        age = max(now - record.timestamp, 0.0)
         recency = 2.0 ** (-age / half_life) if half_life > 0 else 0.0
-        score = (1 - w) * cos + w * recency
-        evidence = {"query": query, "scorer": rule.scorer, "similarity": round(cos, 12),
-                    "recency": round(recency, 12), "recency_weight": number(w), "score": round(score, 12)}
-        if cos <= 0:
-            return Verdict(rule.id, False, "shares no term with the query", evidence)
-        return Verdict(rule.id, True, f"matches the query (similarity {cos:.3f}, score {score:.3f})", evidence)
-
-    return check
+        out.append(Relevance(cos, recency, (1 - w) * cos + w * recency))
+    return out

@@ -1,4 +1,5 @@
-"""Text renderings of results for people (rich tables). They format; they compute nothing."""
+"""Text renderings for people (rich tables): results, frontiers, comparisons, diffs, state,
+trajectories and findings. They format; they compute nothing."""
 
 from __future__ import annotations
 
@@ -9,6 +10,13 @@ from .result import Result
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from .ci.compare import Comparison
+    from .ci.diff import PolicyDiff
+    from .ci.findings import Finding
+    from .rounds.state import AgentState, RoundRow
+
+RESULT_FORMATS = ("table", "json")
 
 # rich is imported when a table is drawn: JSON runs (CI, agents) do not pay for its import
 
@@ -102,3 +110,68 @@ def rows_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
     for row in rows:
         table.add_row(*[str(x) for x in row])
     _console(file).print(table)
+
+
+def comparison_table(comparison: Comparison, file: IO[str] | None = None) -> None:
+    exact, greedy = comparison.picks("exact"), comparison.picks("greedy")
+    differ = set(comparison.differ)
+
+    def cell(picks: dict, rid: str) -> str:
+        chosen = picks.get(rid)
+        return "-" if chosen is None else f"{chosen.level} ({chosen.tokens})"
+
+    rows_table("Greedy vs exact", ["record", "exact", "greedy", ""],
+               [(rid, cell(exact, rid), cell(greedy, rid), "differs" if rid in differ else "")
+                for rid in comparison.ids], file)
+    for name, r in (("exact: ", comparison.exact), ("greedy:", comparison.greedy)):
+        print(f"{name} objective {r.objective:.6g}, utility {r.utility:.6g}, {r.tokens_used} tokens", file=file)
+    print(f"greedy loses {comparison.greedy_loses:.6g}", file=file)
+
+
+def diff_tables(report: PolicyDiff, file: IO[str] | None = None) -> None:
+    from .ci.audit import describe
+
+    rows_table("Changed outcomes", ["record", "before", "after"],
+               [(c["id"], describe(c["before"]), describe(c["after"])) for c in report.changes], file)
+    rows_table("Rules", ["rule", "verdict"], sorted(report.rules.items()), file)
+    print(f"overall: {report.overall}", file=file)
+
+
+def state_tables(states: Sequence[AgentState], next_lambda: Sequence[float | None],
+                 file: IO[str] | None = None) -> None:
+    for s, lam in zip(states, next_lambda, strict=True):
+        line = (f"policy {s.key.policy}  tenant {s.key.tenant or '-'}  agent {s.key.agent}  "
+                f"next round {s.round}  Q {s.queue}")
+        if lam is not None:
+            line += f"  next lambda {lam:.6g}"
+        print(line, file=file)
+        rows_table("Fidelity ceilings", ["record", "ceiling", "since round"],
+                   [(rid, c.level, c.round) for rid, c in sorted(s.ceilings.items())], file)
+        rows_table("History", ["round", "Q before", "lambda", "tokens", "occupancy", "objective", "Q after", "refresh"],
+                   [(h.round, f"{h.queue_before:.4g}", f"{h.lam:.4g}", f"{h.tokens_used}/{h.budget}",
+                     f"{h.occupancy:.3f}", f"{h.objective:.6g}", f"{h.queue_after:.4g}", "yes" if h.refresh else "")
+                    for h in s.history], file)
+
+
+def trajectory_table(title: str, rows: Sequence[RoundRow], file: IO[str] | None = None) -> None:
+    rows_table(title, ["t", "Q", "lambda", "tokens", "occupancy", "objective", "levels"],
+               [(r.round, f"{r.queue_before:.4g}", f"{r.lam:.4g}", f"{r.tokens_used}/{r.budget}",
+                 f"{r.occupancy:.3f}", f"{r.objective:.6g}", " ".join(f"{k}={v}" for k, v in sorted(r.levels.items())))
+                for r in rows], file)
+
+
+def findings_table(findings: Sequence[Finding], file: IO[str] | None = None) -> None:
+    """The failed findings (nothing when every finding passed)."""
+    rows = [(f.suite, f.name, "pass" if f.passed else f.level.upper(), f.code, f.message,
+             f.location.render() if f.location else "") for f in findings if not f.passed]
+    if rows:
+        rows_table("Findings", ["suite", "case", "result", "code", "message", "where"], rows, file)
+
+
+def capture(draw: Any, *args: Any) -> str:
+    """What ``draw(*args, file)`` prints, as text."""
+    import io
+
+    buffer = io.StringIO()
+    draw(*args, buffer)
+    return buffer.getvalue()

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .policies.rules import Verdict
+from .policies.verdicts import Verdict
+from .solver.compile import Allocation
 
 SCHEMA = "memsolve/result/v1"
 
@@ -77,6 +78,7 @@ class Excluded:
     id: str | None
     rule: str
     reason: str
+    position: int = field(default=-1, compare=False)  # input order; names records without an id
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "rule": self.rule, "reason": self.reason}
@@ -90,9 +92,7 @@ class TraceEntry:
     position: int
     outcome: str  # selected, dropped or excluded
     rules: tuple[Verdict, ...]
-    allocation: Mapping[str, Any] | None = None  # level, tokens, utility, value; levels offered
-    repairs: tuple[Mapping[str, Any], ...] = ()
-    derived_utility: Mapping[str, Any] | None = None
+    allocation: Allocation | None = None  # eligible records: the level chosen, the levels offered
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -101,12 +101,13 @@ class TraceEntry:
             "outcome": self.outcome,
             "rules": [r.to_dict() for r in self.rules],
         }
-        if self.allocation is not None:
-            out["allocation"] = dict(self.allocation)
-        if self.repairs:
-            out["repairs"] = [dict(r) for r in self.repairs]
-        if self.derived_utility is not None:
-            out["derived_utility"] = dict(self.derived_utility)
+        a = self.allocation
+        if a is not None:
+            out["allocation"] = a.to_dict()
+            if a.repairs:
+                out["repairs"] = [r.to_dict() for r in a.repairs]
+            if a.derived is not None:
+                out["derived_utility"] = a.derived.to_dict()
         return out
 
 
@@ -206,7 +207,7 @@ class Result:
     excluded: tuple[Excluded, ...]
     trace: tuple[TraceEntry, ...]
     compression: Compression | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)  # later issues' sections (state, ...)
+    extra: Mapping[str, Any] = field(default_factory=dict)  # further sections: ``state`` in a stateful round
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

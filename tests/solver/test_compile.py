@@ -12,10 +12,10 @@ def test_monotonicity_repair_is_applied_and_traced() -> None:
         "keywords": {"tokens": 1, "utility": 1.0}}}]
     result = solve(make_policy("budget: {tokens: 10}\n"), records, now=0)
     entry = result.entry("a")
-    assert [dict(r) for r in entry.repairs] == [{"level": "raw", "utility_from": 2.0, "utility_to": 5.0}]
+    assert [r.to_dict() for r in entry.allocation.repairs] == [{"level": "raw", "utility_from": 2.0, "utility_to": 5.0}]
     # equal value at raw and summary: the tie rule takes fewer tokens
     assert [(s.level, s.utility) for s in result.selected] == [("summary", 5.0)]
-    offered = entry.allocation["offered"]
+    offered = [o.to_dict() for o in entry.allocation.offered]
     assert [o["level"] for o in offered] == ["raw", "summary", "keywords"]
 
 
@@ -25,4 +25,4 @@ def test_levels_follow_the_policy_fidelity_order() -> None:
         "raw": {"tokens": 3, "utility": 1.0}, "summary": {"tokens": 3, "utility": 2.0}}}]
     result = solve(policy, records, now=0)
     assert result.selected[0].level == "summary"
-    assert [r["level"] for r in result.entry("a").allocation["offered"]] == ["summary", "raw"]
+    assert [o.level for o in result.entry("a").allocation.offered] == ["summary", "raw"]

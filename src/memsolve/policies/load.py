@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .. import schemas
-from .._source import Document, find_non_finite, load_document, parse_text
-from ..errors import InputError, Location
+from ..context import Context
+from ..errors import InputError, Location, not_finite, unknown
+from ..source import Document, find_non_finite, load_document, parse_text
 from .model import (
     DEFAULT_FIDELITY,
     DEFAULT_STORES,
@@ -21,7 +21,6 @@ from .model import (
     LatestKeyRule,
     MaxAgeRule,
     Policy,
-    PolicyContext,
     Pricing,
     RelevanceRule,
     Rule,
@@ -93,7 +92,7 @@ def _build(doc: Document, sha256: str) -> Policy:
         raise doc.error((), "a policy must be a mapping with apiVersion, kind and metadata")
     bad = find_non_finite(data)
     if bad is not None:
-        raise doc.error(bad[0], f"expected a finite number of magnitude at most 2**63, got `{bad[1]}`")
+        raise doc.error(bad[0], not_finite(bad[1]))
     _check_rule_shapes(doc, data.get("rules"))
     schemas.check(doc, data, "policy")
 
@@ -106,7 +105,7 @@ def _build(doc: Document, sha256: str) -> Policy:
     for level in utility.get("retention", {}):
         if level not in fidelity:
             raise doc.error(
-                ("utility", "retention", level), _not_in(level, fidelity, "fidelity level"), key=True
+                ("utility", "retention", level), unknown(level, fidelity, "fidelity level"), key=True
             )
 
     records = data.get("records")
@@ -123,7 +122,7 @@ def _build(doc: Document, sha256: str) -> Policy:
         sha256=sha256,
         records=records,
         tenant=data.get("tenant"),
-        context=PolicyContext(context.get("now"), context.get("session"), context.get("query")),
+        context=Context(now=context.get("now"), session=context.get("session"), query=context.get("query")),
         budget=Budget(budget.get("tokens"), budget.get("max_records")),
         stores=stores,
         fidelity=fidelity,
@@ -155,25 +154,13 @@ def _check_rule_shapes(doc: Document, rules: Any) -> None:
         kinds = [key for key in item if key != "id"]
         for key in kinds:
             if key not in RULE_TYPES:
-                raise doc.error(("rules", index, key), _not_in(key, RULE_TYPES, "rule type"), key=True)
+                raise doc.error(("rules", index, key), unknown(key, RULE_TYPES, "rule type"), key=True)
         if len(kinds) != 1:
             raise doc.error(
                 ("rules", index),
                 "each rule entry names exactly one rule type (plus an optional `id`), "
                 f"found {len(kinds)}",
             )
-
-
-def _not_in(value: Any, options: Any, what: str) -> str:
-    options = list(options)
-    value = str(value)  # YAML keys may be null or numbers
-    hint = difflib.get_close_matches(value, options, n=1)
-    if not hint:
-        hint = difflib.get_close_matches(value.replace("-", "_"), options, n=1)
-    message = f"unknown {what} `{value}`"
-    if hint:
-        return message + f"; did you mean `{hint[0]}`?"
-    return message + f"; expected one of {', '.join(f'`{o}`' for o in options)}"
 
 
 def _rule(doc: Document, index: int, item: Mapping[str, Any], stores: tuple[str, ...]) -> Rule:
@@ -195,7 +182,7 @@ def _rule(doc: Document, index: int, item: Mapping[str, Any], stores: tuple[str,
     if kind == "stores":
         for position, store in enumerate(config["allow"]):
             if store not in stores:
-                raise doc.error(here + ("allow", position), _not_in(store, stores, "store"))
+                raise doc.error(here + ("allow", position), unknown(store, stores, "store"))
         return StoresRule(**base, allow=tuple(config["allow"]))
     if kind == "sessions":
         return SessionsRule(**base, include_previous=config["include_previous"])
@@ -205,7 +192,7 @@ def _rule(doc: Document, index: int, item: Mapping[str, Any], stores: tuple[str,
         by_store = {}
         for store, ttl in config.get("ttl_by_store", {}).items():
             if store not in stores:
-                raise doc.error(here + ("ttl_by_store", store), _not_in(store, stores, "store"), key=True)
+                raise doc.error(here + ("ttl_by_store", store), unknown(store, stores, "store"), key=True)
             by_store[store] = duration(ttl, "ttl_by_store", store)
         return FreshnessRule(
             **base, default_ttl=duration(config.get("default_ttl"), "default_ttl"), ttl_by_store=by_store

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._source import Document
-from ..errors import InputError, Location
+from ..context import Context
+from ..errors import Location
+from ..source import Document
 
 DEFAULT_STORES = ("semantic", "episodic", "procedural", "working")
 DEFAULT_FIDELITY = ("raw", "summary", "abstraction", "keywords")
@@ -118,13 +119,6 @@ class UtilitySpec:
 
 
 @dataclass(frozen=True)
-class PolicyContext:
-    now: Any = None
-    session: str | None = None
-    query: str | None = None
-
-
-@dataclass(frozen=True)
 class Policy:
     """A validated memory policy (``kind: MemoryPolicy``)."""
 
@@ -134,7 +128,7 @@ class Policy:
     sha256: str = ""
     records: str | None = None  # default records file, resolved against the policy's folder
     tenant: str | None = None
-    context: PolicyContext = PolicyContext()
+    context: Context = Context()  # the schema admits now, session and query here
     budget: Budget = Budget()
     stores: tuple[str, ...] = DEFAULT_STORES
     fidelity: tuple[str, ...] = DEFAULT_FIDELITY
@@ -152,8 +146,9 @@ class Policy:
             return Location(self.file, path=".".join(map(str, path)))
         return self.source.locate(path)
 
-    def error(self, message: str, *path: Any) -> InputError:
-        return InputError(message, self.locate(*path))
-
     def rules_of(self, kind: type[Rule]) -> list[Any]:
         return [rule for rule in self.rules if isinstance(rule, kind)]
+
+    @property
+    def authority_rules(self) -> list[VersionAuthorityRule]:
+        return self.rules_of(VersionAuthorityRule)

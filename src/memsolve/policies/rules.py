@@ -8,13 +8,11 @@ All failures stay in the trace, so an author sees every reason at once.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from ..context import ResolvedContext
 from ..errors import InputError
 from ..records import Record
-from ..relevance import relevance_check
+from ..relevance import score_records
 from ..timeutil import RFC3339, TimeValueError, format_time, parse_duration
 from .model import (
     Duration,
@@ -28,46 +26,12 @@ from .model import (
     StoresRule,
     VersionAuthorityRule,
 )
+from .verdicts import Ceiling, RecordVerdicts, Verdict, number
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """One rule's judgement of one record."""
+class Evaluator:
+    """The policy and the moment a rule needs: durations in the moment's units, times for evidence."""
 
-    rule: str
-    passed: bool
-    reason: str
-    evidence: Mapping[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "passed": self.passed, "reason": self.reason, "evidence": self.evidence}
-
-
-@dataclass(frozen=True)
-class RecordVerdicts:
-    """Every verdict on one record, in evaluation order."""
-
-    record: Record
-    verdicts: tuple[Verdict, ...]
-
-    @property
-    def eligible(self) -> bool:
-        return all(v.passed for v in self.verdicts)
-
-    @property
-    def deciding(self) -> Verdict | None:
-        """The first failing verdict, which names the rule that excluded the record."""
-        return next((v for v in self.verdicts if not v.passed), None)
-
-
-def number(value: float) -> float | int:
-    """Integral floats as ints, so evidence reads `age: 1` rather than `age: 1.0`."""
-    if type(value) is int:
-        return value
-    return int(value) if value.is_integer() and -(2**53) < value < 2**53 else value
-
-
-class _Evaluator:
     def __init__(self, policy: Policy, context: ResolvedContext) -> None:
         self.policy = policy
         self.ctx = context
@@ -95,14 +59,6 @@ class _Evaluator:
         return number(out) if isinstance(out, float) else out
 
 
-@dataclass(frozen=True)
-class Ceiling:
-    """The highest level a record may still take, and the round that set it (state)."""
-
-    level: str  # a fidelity level, or "delete"
-    round: int
-
-
 def evaluate(
     policy: Policy,
     records: Sequence[Record],
@@ -113,7 +69,7 @@ def evaluate(
 
     With ``ceilings`` (a round with state) the last rule is ``fidelity-ceiling``.
     """
-    ev = _Evaluator(policy, context)
+    ev = Evaluator(policy, context)
     checks: list[Callable[[Record], Verdict]] = [_tenant(ev)]
     for rule in policy.rules:
         checks.append(_check_for(ev, rule, records))
@@ -137,7 +93,7 @@ def _fidelity_ceiling(ceilings: Mapping[str, Ceiling]) -> Callable[[Record], Ver
     return check
 
 
-def _check_for(ev: _Evaluator, rule: Rule, records: Sequence[Record]) -> Callable[[Record], Verdict]:
+def _check_for(ev: Evaluator, rule: Rule, records: Sequence[Record]) -> Callable[[Record], Verdict]:
     if isinstance(rule, StoresRule):
         return _stores(rule)
     if isinstance(rule, SessionsRule):
@@ -151,11 +107,11 @@ def _check_for(ev: _Evaluator, rule: Rule, records: Sequence[Record]) -> Callabl
     if isinstance(rule, LatestKeyRule):
         return _latest_key(rule, records)
     if isinstance(rule, RelevanceRule):
-        return relevance_check(ev, rule, records)
+        return _relevance(ev, rule, records)
     raise AssertionError(type(rule))
 
 
-def _tenant(ev: _Evaluator) -> Callable[[Record], Verdict]:
+def _tenant(ev: Evaluator) -> Callable[[Record], Verdict]:
     tenant = ev.ctx.tenant
 
     def check(record: Record) -> Verdict:
@@ -185,7 +141,7 @@ def _stores(rule: StoresRule) -> Callable[[Record], Verdict]:
     return check
 
 
-def _sessions(ev: _Evaluator, rule: SessionsRule) -> Callable[[Record], Verdict]:
+def _sessions(ev: Evaluator, rule: SessionsRule) -> Callable[[Record], Verdict]:
     current = ev.ctx.session
     if not rule.include_previous and current is None:
         raise InputError(
@@ -208,7 +164,7 @@ def _sessions(ev: _Evaluator, rule: SessionsRule) -> Callable[[Record], Verdict]
     return check
 
 
-def _max_age(ev: _Evaluator, rule: MaxAgeRule) -> Callable[[Record], Verdict]:
+def _max_age(ev: Evaluator, rule: MaxAgeRule) -> Callable[[Record], Verdict]:
     limit = ev.duration(rule.limit)
     assert limit is not None  # the schema requires a value
 
@@ -222,7 +178,7 @@ def _max_age(ev: _Evaluator, rule: MaxAgeRule) -> Callable[[Record], Verdict]:
     return check
 
 
-def _freshness(ev: _Evaluator, rule: FreshnessRule) -> Callable[[Record], Verdict]:
+def _freshness(ev: Evaluator, rule: FreshnessRule) -> Callable[[Record], Verdict]:
     default_ttl = ev.duration(rule.default_ttl)
     by_store = {store: ev.duration(ttl) for store, ttl in rule.ttl_by_store.items()}
 
@@ -254,7 +210,7 @@ def _freshness(ev: _Evaluator, rule: FreshnessRule) -> Callable[[Record], Verdic
     return check
 
 
-def _version_authority(ev: _Evaluator, rule: VersionAuthorityRule) -> Callable[[Record], Verdict]:
+def _version_authority(ev: Evaluator, rule: VersionAuthorityRule) -> Callable[[Record], Verdict]:
     # the context has already reconciled this rule's versions with the caller's and the file's
     versions = dict(ev.ctx.current_versions)
     default = ev.ctx.current_version
@@ -308,5 +264,33 @@ def _latest_key(rule: LatestKeyRule, records: Sequence[Record]) -> Callable[[Rec
         if tie:
             reason += " (same timestamp; the later input position wins)"
         return Verdict(rule.id, False, reason, evidence)
+
+    return check
+
+
+def _relevance(ev: Evaluator, rule: RelevanceRule, records: Sequence[Record]) -> Callable[[Record], Verdict]:
+    query = ev.ctx.query
+    if not query:
+        def no_query(record: Record) -> Verdict:
+            return Verdict(rule.id, True, "no query given; relevance not applied", {"query": None})
+        return no_query
+
+    half_life = ev.duration(rule.half_life) if rule.half_life is not None else (
+        24.0 if ev.ctx.time_kind == "number" else 24 * 3600.0
+    )
+    assert half_life is not None
+    scored = dict(zip((r.position for r in records),
+                      score_records(query, records, ev.ctx.now, half_life, rule.recency_weight, rule.scorer),
+                      strict=True))
+    weight = number(rule.recency_weight)
+
+    def check(record: Record) -> Verdict:
+        found = scored[record.position]
+        evidence = {"query": query, "scorer": rule.scorer, "similarity": round(found.similarity, 12),
+                    "recency": round(found.recency, 12), "recency_weight": weight, "score": found.value}
+        if found.similarity <= 0:
+            return Verdict(rule.id, False, "shares no term with the query", evidence, found.value)
+        reason = f"matches the query (similarity {found.similarity:.3f}, score {found.score:.3f})"
+        return Verdict(rule.id, True, reason, evidence, found.value)
 
     return check

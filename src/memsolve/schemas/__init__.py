@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Sequence
 from functools import cache
@@ -12,10 +11,8 @@ from typing import Any
 import jsonschema
 from jsonschema import Draft202012Validator
 
-from .._source import Document
-from ..errors import InputError
-
-SCHEMA_FILES = ("policy", "records", "result")
+from ..errors import InputError, unknown
+from ..source import Document
 
 
 @cache
@@ -59,13 +56,7 @@ def describe(error: jsonschema.ValidationError) -> tuple[tuple[Any, ...], str]:
         extra = [k for k in instance if k not in allowed]
         if extra and allowed:
             key = extra[0]
-            hint = difflib.get_close_matches(str(key), allowed, n=1)
-            message = f"unknown field `{key}`"
-            if hint:
-                message += f"; did you mean `{hint[0]}`?"
-            else:
-                message += f"; expected one of {', '.join(f'`{a}`' for a in allowed)}"
-            return path + (key,), message
+            return path + (key,), unknown(key, allowed, "field")
     if kind == "required":
         return path, error.message.replace("'", "`").replace("is a required property", "is required")
     if kind == "type":

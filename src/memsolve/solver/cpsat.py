@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .instance import OPTIMAL, TIME_LIMIT, Instance, Scaled, Solution, make_solution, scale
+from .instance import FAILED, OPTIMAL, TIME_LIMIT, Instance, Scaled, Solution, make_solution, scale
 
 
 def solve_cpsat(
@@ -22,7 +22,8 @@ def solve_cpsat(
     hint: np.ndarray | None = None,
     fallback: np.ndarray | None = None,
 ) -> Solution:
-    """Exact optimum when CP-SAT proves it in time; otherwise its best allocation, ``time_limit``.
+    """Exact optimum when CP-SAT proves it in time; otherwise its best allocation, ``time_limit``
+    (status ``failed`` with CP-SAT's own status in ``detail`` when it breaks down).
 
     When the time limit passes before CP-SAT has any allocation, ``fallback`` (a feasible
     choice, default: delete everything) is returned with status ``time_limit``.
@@ -67,7 +68,8 @@ def solve_cpsat(
         return solution  # no bound: CP-SAT proved nothing yet
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         # the empty allocation is always feasible, so this is an engine failure
-        raise RuntimeError(f"CP-SAT returned {solver.StatusName(status)}")
+        return make_solution(instance, scaled, np.full(instance.n, -1, dtype=np.int64), FAILED, "cp-sat",
+                             detail=f"CP-SAT returned {solver.StatusName(status)}")
 
     choice = np.full(instance.n, -1, dtype=np.int64)
     for row, levels in enumerate(chosen):

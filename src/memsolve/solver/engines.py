@@ -1,12 +1,20 @@
-"""Run an engine, cross-check it with an independent exact one, and pick the allocation.
+"""The engines behind one small interface, a registry of them, and the cross-check.
+
+An :class:`Engine` solves a :class:`Job` (one instance, its scaled values, and the reduction
+and compiled-kernel answer the engines share). ``dp`` and ``cp-sat`` are exact and prove their
+optimum; ``greedy`` is the baseline. The ``dp`` engine runs the compiled kernel where it is
+built (:mod:`.native`) and the numpy reductions and core DP elsewhere: the same tie-rule
+allocation either way.
 
 When the DP runs (as engine or as cross-check) its tie-rule allocation is the one reported,
 so that every exact engine gives byte-identical results; the other engine must reach the
-same scaled objective, or the solve fails with SolverError (exit 3).
+same scaled objective, or the solve fails with SolverError (exit 3). The outcome names both the
+engine whose optimum was asked for and the engine whose allocation is reported.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -15,11 +23,13 @@ from ..errors import InputError, SolverError
 from .core import TIES_BY_SEARCH, reduce_instance, solve_cpsat_reduced, solve_kernel_reduced, solve_reduced
 from .dp import solve_dp
 from .greedy import solve_greedy
-from .instance import OPTIMAL, SKIPPED, Instance, Solution, check_feasible, scale
+from .instance import FAILED, OPTIMAL, SKIPPED, Instance, Solution, check_feasible, scale
 from .kernel import applies as kernel_applies
 from .reduce import Reduction
 
-ENGINES = ("cp-sat", "dp", "greedy")
+# The cross-check runs the dense DP (no reductions: independent of them) up to this many
+# table cells, and the reduced DP beyond.
+DENSE_CROSS_CHECK_CELLS = 20_000_000
 
 
 @dataclass(frozen=True)
@@ -32,27 +42,24 @@ class CrossCheck:
 
 @dataclass(frozen=True)
 class Outcome:
-    """The allocation to report, the engine whose answer it is, and the cross-check."""
+    """The allocation to report, the engine asked for, the cross-check and the greedy baseline."""
 
-    solution: Solution
+    solution: Solution  # solution.engine: the engine whose allocation this is
+    engine: str  # the engine asked for, whose optimum the run proved
     cross_check: CrossCheck | None
     greedy: Solution | None  # the greedy baseline, to show what it would lose
     reduction: Reduction | None = None  # which rows were fixed by bound and which searched
 
 
-# The cross-check runs the dense DP (no reductions: independent of them) up to this many
-# table cells, and the reduced DP beyond.
-DENSE_CROSS_CHECK_CELLS = 20_000_000
+class Job:
+    """One instance being solved: the scaled values, the reduction and the kernel's answer, each
+    computed once and shared by every engine that runs on it."""
 
-
-class _Runner:
-    """Runs engines on one instance, sharing the scaled values and the reduction."""
-
-    def __init__(self, instance: Instance, time_limit_s: float, scores: np.ndarray | None) -> None:
+    def __init__(self, instance: Instance, time_limit_s: float = 10.0, scores: np.ndarray | None = None) -> None:
         self.instance = instance
         self.scaled = scale(instance)
         self.time_limit_s = time_limit_s
-        self.scores = scores
+        self.scores = scores  # the greedy ranking (relevance), when there is one
         self.reduction: Reduction | None = None
         self._greedy: Solution | None = None
         self._kernel: tuple[Solution, Reduction] | None = None
@@ -64,7 +71,7 @@ class _Runner:
             self._kernel_ran = True
             if kernel_applies(self.instance):
                 # massive ties: the dense DP orders them faster when its table is small
-                dense_ok = _dense_cells(self.instance) <= DENSE_CROSS_CHECK_CELLS
+                dense_ok = dense_cells(self.instance) <= DENSE_CROSS_CHECK_CELLS
                 self._kernel = solve_kernel_reduced(self.instance, self.scaled, bounded_ties=not dense_ok)
                 if self._kernel is not None and dense_ok and TIES_BY_SEARCH in self._kernel[0].detail:
                     self._kernel = self._order_ties_densely(*self._kernel)
@@ -85,87 +92,109 @@ class _Runner:
             self._greedy = solve_greedy(self.instance, self.scaled, scores=self.scores)
         return self._greedy
 
-    def _greedy_incumbent(self) -> np.ndarray | None:
+    def shared_reduction(self) -> Reduction:
+        """The kernel's reduction, or the numpy one (computed once)."""
+        if self.reduction is None:
+            found = self.kernel()
+            self.reduction = found[1] if found else reduce_instance(self.instance, self.scaled, self.incumbent())
+        return self.reduction
+
+    def incumbent(self) -> np.ndarray | None:
         # the LP floor may break a count limit; only then is the greedy allocation needed
         return None if self.instance.max_records is None else self.greedy.choice
 
-    def solve(self, engine: str | None, checking: bool = False) -> Solution | None:
-        if engine is None or engine == "none":
-            return None
-        if engine == "dp":
-            if checking and _dense_cells(self.instance) <= DENSE_CROSS_CHECK_CELLS:
-                return solve_dp(self.instance, self.scaled)
-            found = self.kernel()
-            if found is None:
-                found = solve_reduced(self.instance, self.scaled, self._greedy_incumbent())
-            solution, self.reduction = found
-            return solution
-        if engine == "cp-sat":
-            if self.reduction is None:
-                found = self.kernel()
-                self.reduction = (
-                    found[1] if found else reduce_instance(self.instance, self.scaled, self._greedy_incumbent())
-                )
-            try:
-                return solve_cpsat_reduced(
-                    self.instance, self.scaled, self.reduction, time_limit_s=self.time_limit_s
-                )
-            except RuntimeError as exc:
-                raise SolverError(str(exc)) from None
-        raise InputError(f"unknown engine `{engine}`; expected one of {', '.join(ENGINES)}")
+
+@dataclass(frozen=True)
+class Engine:
+    """One way to solve a job. ``checking``: the engine runs as the independent cross-check."""
+
+    name: str
+    exact: bool  # proves its optimum (status ``optimal``)
+    solve: Callable[[Job, bool], Solution]
 
 
-def _dense_cells(instance: Instance) -> int:
+def _dp(job: Job, checking: bool) -> Solution:
+    if checking and dense_cells(job.instance) <= DENSE_CROSS_CHECK_CELLS:
+        return solve_dp(job.instance, job.scaled)  # no reductions: independent of them
+    found = job.kernel()
+    if found is None:
+        found = solve_reduced(job.instance, job.scaled, job.incumbent())
+    solution, job.reduction = found
+    return solution
+
+
+def _cpsat(job: Job, checking: bool) -> Solution:
+    return solve_cpsat_reduced(job.instance, job.scaled, job.shared_reduction(), time_limit_s=job.time_limit_s)
+
+
+def _greedy(job: Job, checking: bool) -> Solution:
+    return job.greedy
+
+
+ENGINES: Mapping[str, Engine] = {
+    engine.name: engine
+    for engine in (Engine("cp-sat", True, _cpsat), Engine("dp", True, _dp), Engine("greedy", False, _greedy))
+}
+CROSS_CHECKS = ("dp", "cp-sat", "none")
+
+
+def engine_named(name: str) -> Engine:
+    """The registered engine; InputError naming the choices for any other name."""
+    try:
+        return ENGINES[name]
+    except KeyError:
+        raise InputError(f"unknown engine `{name}`; expected one of {', '.join(ENGINES)}") from None
+
+
+def dense_cells(instance: Instance) -> int:
     count = 1 if instance.max_records is None else instance.max_records + 1
     return instance.n * (instance.budget + 1) * count
 
 
+def _run_engine(job: Job, name: str | None, checking: bool = False) -> Solution | None:
+    if name is None or name == "none":
+        return None
+    solution = engine_named(name).solve(job, checking)
+    if solution.status == FAILED:
+        raise SolverError(f"{solution.engine} failed: {solution.detail}")
+    return solution
 
 
-def run(
-    instance: Instance,
-    engine: str = "cp-sat",
-    cross_check: str = "dp",
-    *,
-    time_limit_s: float = 10.0,
-    scores: np.ndarray | None = None,
-    compare_greedy: bool = True,
-) -> Outcome:
-    """Solve with ``engine`` and check it with ``cross_check`` (``none`` to skip).
+def solve(job: Job, engine: str) -> Solution:
+    """The ``solve`` stage: the asked-for engine's answer (CP-SAT takes a core the DP declines)."""
+    primary = _run_engine(job, engine)
+    assert primary is not None
+    if primary.status == SKIPPED:
+        primary = _run_engine(job, "cp-sat")
+        assert primary is not None
+    return primary
 
-    ``compare_greedy`` also runs the greedy baseline so the result can say what it would lose.
-    """
-    if engine not in ENGINES:
-        raise InputError(f"unknown engine `{engine}`; expected one of {', '.join(ENGINES)}")
-    runner = _Runner(instance, time_limit_s, scores)
-    if engine == "greedy":
-        greedy = runner.greedy
+
+def check(job: Job, primary: Solution, cross_check: str, *, compare_greedy: bool = True) -> Outcome:
+    """The ``check`` stage: cross-check ``primary`` with an independent exact engine, verify the
+    hard constraints, and pick the allocation to report (the DP's tie-rule one when proven)."""
+    if primary.engine == "greedy":
         # greedy is a baseline: the exact optimum is reported beside it, never enforced
-        reference = runner.solve(cross_check, checking=True)
-        check = None
+        reference = _run_engine(job, cross_check, checking=True)
+        verdict = None
         if reference is not None:
             proven = reference.status == OPTIMAL
-            check = CrossCheck(
+            verdict = CrossCheck(
                 reference.engine,
                 reference.objective if proven else None,
-                reference.scaled_objective == greedy.scaled_objective if proven else None,
+                reference.scaled_objective == primary.scaled_objective if proven else None,
                 "greedy is a baseline; the exact optimum is shown for comparison",
             )
-        return Outcome(_feasible(instance, greedy), check, greedy)
+        return Outcome(_feasible(job.instance, primary), primary.engine, verdict, primary)
 
-    primary = runner.solve(engine)
-    assert primary is not None
-    greedy = runner.greedy if compare_greedy else None
-    if primary.status == SKIPPED:  # the DP declined a core this large: CP-SAT takes over
-        primary = runner.solve("cp-sat")
-        assert primary is not None
+    greedy = job.greedy if compare_greedy else None
     other = None if cross_check == primary.engine else cross_check
-    secondary = runner.solve(other, checking=True)
+    secondary = _run_engine(job, other, checking=True)
     if secondary is None:
-        return Outcome(_feasible(instance, primary), None, greedy, runner.reduction)
+        return Outcome(_feasible(job.instance, primary), primary.engine, None, greedy, job.reduction)
     if secondary.status == SKIPPED:
-        check = CrossCheck(secondary.engine, None, None, secondary.detail)
-        return Outcome(_feasible(instance, primary), check, greedy, runner.reduction)
+        verdict = CrossCheck(secondary.engine, None, None, secondary.detail)
+        return Outcome(_feasible(job.instance, primary), primary.engine, verdict, greedy, job.reduction)
 
     p, s = primary.scaled_objective, secondary.scaled_objective
     assert p is not None and s is not None
@@ -182,14 +211,33 @@ def run(
     # report the DP's allocation when it is proven: it is the documented tie-rule representative
     if secondary.engine == "dp" and secondary.status == OPTIMAL:
         if primary.status == OPTIMAL:
-            chosen = replace(secondary, engine=primary.engine, bound=primary.bound, detail=primary.detail)
-            check = CrossCheck(secondary.engine, secondary.objective, True, secondary.detail)
+            chosen, asked = replace(secondary, bound=primary.bound, detail=primary.detail), primary.engine
+            verdict = CrossCheck(secondary.engine, secondary.objective, True, secondary.detail)
         else:  # CP-SAT ran out of time; the DP's proof stands
-            chosen = secondary
-            check = CrossCheck(primary.engine, primary.objective, True, primary.detail)
+            chosen, asked = secondary, secondary.engine
+            verdict = CrossCheck(primary.engine, primary.objective, True, primary.detail)
     else:
-        chosen, check = primary, CrossCheck(secondary.engine, secondary.objective, True, secondary.detail)
-    return Outcome(_feasible(instance, chosen), check, greedy, runner.reduction)
+        chosen, asked = primary, primary.engine
+        verdict = CrossCheck(secondary.engine, secondary.objective, True, secondary.detail)
+    return Outcome(_feasible(job.instance, chosen), asked, verdict, greedy, job.reduction)
+
+
+def run(
+    instance: Instance,
+    engine: str = "cp-sat",
+    cross_check: str = "dp",
+    *,
+    time_limit_s: float = 10.0,
+    scores: np.ndarray | None = None,
+    compare_greedy: bool = True,
+) -> Outcome:
+    """Solve with ``engine`` and check it with ``cross_check`` (``none`` to skip).
+
+    ``compare_greedy`` also runs the greedy baseline so the result can say what it would lose.
+    """
+    engine_named(engine)
+    job = Job(instance, time_limit_s, scores)
+    return check(job, solve(job, engine), cross_check, compare_greedy=compare_greedy)
 
 
 def _feasible(instance: Instance, solution: Solution) -> Solution:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import native
 from .instance import FEASIBLE, Instance, Scaled, Solution, make_solution, scale
-from .kernel import compiled
 
 
 def solve_greedy(
@@ -18,7 +18,7 @@ def solve_greedy(
         net = np.where(scaled.usable, instance.net(), -np.inf)
         scores = net.max(axis=1) if instance.k else np.zeros(instance.n)
     order = np.argsort(-np.asarray(scores, dtype=float), kind="stable")  # ties: input order
-    module = compiled()
+    module = native.module()
     if module is not None:  # the same walk in C
         choice = np.empty(instance.n, dtype=np.int64)
         limit = -1 if instance.max_records is None else instance.max_records

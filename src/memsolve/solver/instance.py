@@ -20,10 +20,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import native
+
 OPTIMAL = "optimal"  # proven optimal
 FEASIBLE = "feasible"  # a valid allocation, optimality not claimed (greedy)
 TIME_LIMIT = "time_limit"  # stopped by the time limit before a proof
 SKIPPED = "skipped"  # the engine declined (instance too large for it)
+FAILED = "failed"  # the engine broke down (its detail says how); never reported as an allocation
 
 # Values are scaled so that the sum of the best value of every row stays below 2**52:
 # exact in float64 and far from CP-SAT's int64 limits.
@@ -70,9 +73,7 @@ def scale(instance: Instance) -> Scaled:
     The compiled kernel, when built, does the same IEEE operations in one pass each (the
     integers are identical; tests/solver/test_kernel.py checks it).
     """
-    from .kernel import compiled  # here, not at the top: kernel.py builds on this module
-
-    module = compiled()
+    module = native.module()
     n, k = instance.n, instance.k
     if module is not None:
         tokens, utility = np.ascontiguousarray(instance.tokens), np.ascontiguousarray(instance.utility)

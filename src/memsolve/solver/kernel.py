@@ -1,26 +1,20 @@
-"""The compiled kernel: the exact solve without a count limit, tie rule included, in C.
+"""The compiled kernel's exact solve: no count limit, tie rule included, in C.
 
-Built by ``pip install`` from ``_kernel.c`` when a C compiler is present; without one (or with
-``MEMSOLVE_KERNEL=numpy`` in the environment) the numpy reductions of :mod:`.reduce` and the
-core solvers of :mod:`.core` give the same tie-rule allocations, slower. The C file's header
-states the algorithm; it works in exact integer arithmetic (bounds scaled by the LP
+When the kernel is not built or switched off (:mod:`.native`), the numpy reductions of
+:mod:`.reduce` and the core solvers of :mod:`.core` give the same tie-rule allocations, slower.
+The C file's header states the algorithm; it works in exact integer arithmetic (bounds scaled by the LP
 multiplier's denominator, in 128 bits), so no comparison needs a tolerance.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import SolverError
+from . import native
 from .instance import Instance, Scaled
-
-try:
-    from . import _kernel
-except ImportError:  # pragma: no cover - depends on the install having a C compiler
-    _kernel = None
 
 # Bounds are products of a capacity-sized denominator and 2**52-sized values, summed over up
 # to a million rows: the kernel takes capacities below 2**40 so that they stay inside 128 bits.
@@ -46,21 +40,11 @@ class KernelResult:
     states: int  # search states generated (a deterministic measure of the search's work)
 
 
-def enabled() -> bool:
-    """The kernel is built and not switched off by ``MEMSOLVE_KERNEL=numpy``."""
-    return _kernel is not None and os.environ.get("MEMSOLVE_KERNEL", "").lower() != "numpy"
-
-
-def compiled():
-    """The compiled module when enabled, else None."""
-    return _kernel if enabled() else None
-
-
 def applies(instance: Instance) -> bool:
     """The kernel takes instances within its number range. It ignores a count limit: its
     optimum answers a limited instance only when it keeps no more records than the limit
     (the caller checks; see :func:`.core.solve_kernel_reduced`)."""
-    return enabled() and instance.budget < MAX_CAPACITY and instance.k <= MAX_LEVELS
+    return native.enabled() and instance.budget < MAX_CAPACITY and instance.k <= MAX_LEVELS
 
 
 def solve_kernel(instance: Instance, scaled: Scaled, *, bounded_ties: bool = True) -> KernelResult | None:
@@ -70,7 +54,8 @@ def solve_kernel(instance: Instance, scaled: Scaled, *, bounded_ties: bool = Tru
     bounds it (up to 6·10**7 states); False when the caller orders such ties more cheaply (the
     dense DP, for small tables).
     """
-    assert _kernel is not None
+    kernel = native.module()
+    assert kernel is not None
     n, k = instance.n, instance.k
     tokens = np.ascontiguousarray(instance.tokens, dtype=np.int64)
     values = np.ascontiguousarray(scaled.values, dtype=np.int64)
@@ -79,7 +64,7 @@ def solve_kernel(instance: Instance, scaled: Scaled, *, bounded_ties: bool = Tru
     keep = np.empty((n, k + 1), dtype=np.uint8)
     core = np.empty(n, dtype=np.int64)
     try:
-        info = _kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep, core, bounded_ties)
+        info = kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep, core, bounded_ties)
     except RuntimeError as exc:  # an internal inconsistency: a bug, reported as a solver error
         raise SolverError(str(exc)) from None
     if info is None:

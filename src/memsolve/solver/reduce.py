@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import native
 from .instance import Instance, Scaled, scaled_value
-from .kernel import compiled
 
 _INF = np.inf
 
@@ -211,7 +211,7 @@ def relax(instance: Instance, scaled: Scaled) -> Relaxation:
 
 
 def _dual(values: np.ndarray, sizes: np.ndarray, budget: float, limit: int, lam: float) -> float:
-    module = compiled()
+    module = native.module()
     if module is not None:  # the same function in one pass (the search calls it ~30 times)
         levels, n = values.shape
         return module.dual(levels, n, values, sizes, budget, lam, limit, np.empty(n))[0]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from .errors import Location
+from ..errors import Location
 
 FORMATS = ("table", "json", "junit", "sarif", "github")
 
@@ -46,6 +46,11 @@ def failed(findings: Sequence[Finding]) -> list[Finding]:
 
 
 def render(findings: Sequence[Finding], fmt: str, tool_version: str, summary: str = "") -> str:
+    """The findings in one of :data:`FORMATS` (the table lists failures, then the summary line)."""
+    if fmt == "table":
+        from ..render import capture, findings_table
+
+        return capture(findings_table, findings) + summary + "\n"
     if fmt == "json":
         return json.dumps({"summary": summary, "findings": [f.to_dict() for f in findings]}, indent=2) + "\n"
     if fmt == "junit":

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from . import api
-from .audit import outcomes
-from .context import Context
-from .policies.model import Policy
-from .records import RecordSet
-from .result import Result
+from .. import pipeline
+from ..context import Context
+from ..policies.model import Policy
+from ..records import RecordSet
+from ..result import Result
+from .audit import outcome_key, outcomes
 
 
 @dataclass(frozen=True)
@@ -27,10 +27,6 @@ class PolicyDiff:
 
     def to_dict(self) -> dict[str, Any]:
         return {"overall": self.overall, "rules": self.rules, "changes": self.changes}
-
-
-def _key(value: dict[str, Any] | None) -> tuple[Any, ...] | None:
-    return None if value is None else (value["outcome"], value.get("level"), value.get("rule"))
 
 
 def compare_sets(before: set[str], after: set[str]) -> str:
@@ -54,11 +50,11 @@ def _failing(result: Result) -> dict[str, set[str]]:
 
 
 def diff(old: Policy, new: Policy, records: RecordSet, context: Context | None = None) -> PolicyDiff:
-    a = api.solve(old, records, context)
-    b = api.solve(new, records, context)
+    a = pipeline.solve(old, records, context)
+    b = pipeline.solve(new, records, context)
     before, after = outcomes(a), outcomes(b)
     changes = [{"id": rid, "before": before.get(rid), "after": after.get(rid)}
-               for rid in before if _key(before.get(rid)) != _key(after.get(rid))]
+               for rid in before if outcome_key(before.get(rid)) != outcome_key(after.get(rid))]
     fa, fb = _failing(a), _failing(b)
     rules = {}
     for rule in sorted(set(fa) | set(fb)):

@@ -15,13 +15,15 @@
 
 from __future__ import annotations
 
-from .context import Context
-from .errors import InputError, Location, MemsolveError
+from collections.abc import Sequence
+
+from ..context import Context
+from ..errors import InputError, Location, MemsolveError
+from ..policies.load import load_policy
+from ..policies.model import FreshnessRule, MaxAgeRule, Policy, RelevanceRule, SessionsRule, StoresRule
+from ..records import RecordSet
+from ..timeutil import NUMBER, RFC3339, TimeValueError, parse_duration
 from .findings import Finding
-from .policies.load import load_policy
-from .policies.model import FreshnessRule, MaxAgeRule, Policy, RelevanceRule, SessionsRule, StoresRule
-from .records import RecordSet
-from .timeutil import NUMBER, RFC3339, TimeValueError, parse_duration
 
 
 def check_policy(path: str, records: RecordSet | None = None, context: Context | None = None) -> list[Finding]:
@@ -83,11 +85,11 @@ def _longer(ttl: object, limit: object) -> bool:
 
 
 def _on_records(policy: Policy, records: RecordSet, context: Context | None) -> list[Finding]:
-    from . import api
+    from .. import pipeline
 
     name = policy.file or policy.name
     try:
-        result = api.solve(policy, records, context)
+        result = pipeline.solve(policy, records, context)
     except MemsolveError as error:
         # e.g. a relevance policy without a query: a fact of the moment, not a policy fault
         message = error.message if isinstance(error, InputError) else str(error)
@@ -108,3 +110,11 @@ def _on_records(policy: Policy, records: RecordSet, context: Context | None) -> 
                            f"({min(sizes)} tokens): nothing can be selected", "MS004", "warning",
                            policy.locate("budget", "tokens")))
     return out
+
+
+def summary(policies: Sequence[str], findings: Sequence[Finding]) -> str:
+    """``check: N policies, N error(s), N warning(s), N note(s)``."""
+    bad = [f for f in findings if not f.passed]
+    count = {level: sum(1 for f in bad if f.level == level) for level in ("error", "warning", "note")}
+    return (f"check: {len(policies)} polic{'y' if len(policies) == 1 else 'ies'}, {count['error']} error(s), "
+            f"{count['warning']} warning(s), {count['note']} note(s)")

@@ -7,7 +7,7 @@ import json
 import pytest
 
 import memsolve
-from memsolve.api import frontier
+from memsolve.pipeline import frontier
 from memsolve.schemas import validator
 
 from .conftest import ROOT

@@ -26,17 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import api
-from ._source import Document, load_document
+from .. import pipeline
+from ..context import CONTEXT_FIELDS, Context
+from ..errors import InputError, Location, MemsolveError
+from ..policies.load import load_policy
+from ..records import load_records
+from ..source import Document, load_document
 from .audit import outcomes
-from .context import Context
-from .errors import InputError, Location, MemsolveError
 from .findings import Finding
-from .policies.load import load_policy
-from .records import load_records
 
-_CONTEXT_FIELDS = ("now", "tenant", "session", "query", "budget", "max_records", "current_version",
-                   "current_versions")
 _EXPECT_FIELDS = ("outcome", "level", "rule")
 
 
@@ -76,7 +74,7 @@ def run_file(path: Path) -> list[Finding]:
     for case in cases:
         merged = {**base, **case.context}
         try:
-            result = api.solve(policy, records, Context(**merged))
+            result = pipeline.solve(policy, records, Context(**merged))
         except MemsolveError as exc:
             findings.append(Finding(suite, case.name, False, f"the solve failed: {exc}", "test-error",
                                     location=case.where))
@@ -122,9 +120,9 @@ def _check_context(doc: Document, context: Any, path: tuple[Any, ...]) -> None:
     if not isinstance(context, dict):
         raise doc.error(path, "expected a mapping")
     for key in context:
-        if key not in _CONTEXT_FIELDS:
+        if key not in CONTEXT_FIELDS:
             raise doc.error(path + (key,), f"unknown context field `{key}`; expected one of "
-                            + ", ".join(f"`{f}`" for f in _CONTEXT_FIELDS), key=True)
+                            + ", ".join(f"`{f}`" for f in CONTEXT_FIELDS), key=True)
 
 
 def _cases(doc: Document, data: Mapping[str, Any]) -> list[Case]:
@@ -147,3 +145,9 @@ def _cases(doc: Document, data: Mapping[str, Any]) -> list[Case]:
                 raise doc.error(path + ("expect", rid, "outcome"), "expected selected, dropped or excluded")
         out.append(Case(case["name"], dict(case.get("context") or {}), expect, doc.locate(path)))
     return out
+
+
+def summary(findings: list[Finding]) -> str:
+    """``N passed, N failed``: the closing line of a policy test run."""
+    passed = sum(1 for f in findings if f.passed)
+    return f"{passed} passed, {len(findings) - passed} failed"

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from ._source import load_document
-from .context import Context, resolve_context
-from .errors import InputError, Location
+from ..context import Context, resolve_context
+from ..errors import InputError, Location
+from ..policies.model import FreshnessRule, Policy
+from ..records import Record, RecordSet
+from ..result import Result
+from ..source import load_document
+from ..timeutil import parse_duration
 from .findings import Finding
-from .policies.model import FreshnessRule, Policy
-from .records import Record, RecordSet
-from .result import Result
-from .timeutil import parse_duration
 
 BASELINE_SCHEMA = "memsolve/baseline/v1"
 
@@ -32,9 +33,9 @@ def outcomes(result: Result) -> dict[str, dict[str, Any]]:
         out[s.id] = {"outcome": "selected", "level": s.level}
     for d in result.dropped:
         out[d.id] = {"outcome": "dropped", "reason": d.reason}
-    for entry, e in zip([t for t in result.trace if t.outcome == "excluded"], result.excluded, strict=True):
-        out[e.id if e.id is not None else f"#{entry.position}"] = {"outcome": "excluded", "rule": e.rule,
-                                                                    "reason": e.reason}
+    for e in result.excluded:
+        out[e.id if e.id is not None else f"#{e.position}"] = {"outcome": "excluded", "rule": e.rule,
+                                                               "reason": e.reason}
     return out
 
 
@@ -58,7 +59,8 @@ def load_baseline(path: str) -> dict[str, Any]:
     return data
 
 
-def _describe(value: Mapping[str, Any] | None) -> str:
+def describe(value: Mapping[str, Any] | None) -> str:
+    """An outcome in words: ``selected at raw``, ``excluded by freshness``, ``dropped``, ``absent``."""
     if value is None:
         return "absent"
     if value["outcome"] == "selected":
@@ -75,8 +77,8 @@ def compare(policy: Policy, stored: Mapping[str, Any], result: Result) -> list[F
     findings = []
     for rid in sorted(set(before) | set(after)):
         old, new = before.get(rid), after.get(rid)
-        same = old is not None and new is not None and _key(old) == _key(new)
-        message = "" if same else f"{_describe(old)} -> {_describe(new)}"
+        same = old is not None and new is not None and outcome_key(old) == outcome_key(new)
+        message = "" if same else f"{describe(old)} -> {describe(new)}"
         if not same and new is not None and new.get("reason"):
             message += f" ({new['reason']})"
         rule = (new or {}).get("rule") or (old or {}).get("rule")
@@ -87,8 +89,9 @@ def compare(policy: Policy, stored: Mapping[str, Any], result: Result) -> list[F
     return findings
 
 
-def _key(value: Mapping[str, Any]) -> tuple[Any, ...]:
-    return (value["outcome"], value.get("level"), value.get("rule"))
+def outcome_key(value: Mapping[str, Any] | None) -> tuple[Any, ...] | None:
+    """What makes two outcomes the same: outcome, level and rule (not the reason's wording)."""
+    return None if value is None else (value["outcome"], value.get("level"), value.get("rule"))
 
 
 def _rule_location(policy: Policy, rule_id: str | None) -> Location:
@@ -146,6 +149,32 @@ def _expired(rule: FreshnessRule, record: Record, now: float, kind: str) -> bool
     else:
         ttl = None if rule.default_ttl is None else parse_duration(rule.default_ttl.value, kind)
     return ttl is not None and now - record.timestamp > ttl
+
+
+@dataclass(frozen=True)
+class AuditReport:
+    """The findings of one audit: changed outcomes (with a baseline) first, then the invariants."""
+
+    findings: list[Finding]
+
+    @property
+    def failed(self) -> list[Finding]:
+        return [f for f in self.findings if not f.passed]
+
+    @property
+    def summary(self) -> str:
+        changed = sum(1 for f in self.failed if f.suite == "audit")
+        broken = sum(1 for f in self.failed if f.suite == "invariants")
+        return f"audit: {changed} changed outcome(s), {broken} invariant violation(s)"
+
+
+def audit(
+    policy: Policy, records: RecordSet, context: Context | None, result: Result,
+    stored: Mapping[str, Any] | None = None,
+) -> AuditReport:
+    """Audit ``result``: against the ``stored`` baseline when given, and its invariants always."""
+    changes = [] if stored is None else compare(policy, stored, result)
+    return AuditReport(changes + invariants(policy, records, context, result))
 
 
 def dumps(data: Mapping[str, Any]) -> str:

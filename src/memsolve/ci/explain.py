@@ -17,14 +17,14 @@ from typing import Any
 
 import numpy as np
 
-from . import api
-from .context import Context
-from .errors import InputError
-from .policies.model import Policy
-from .records import RecordSet
-from .result import TraceEntry
-from .solver import dp, engines
-from .solver.instance import Instance, scale
+from .. import pipeline
+from ..context import Context
+from ..errors import InputError
+from ..policies.model import Policy
+from ..records import RecordSet
+from ..result import TraceEntry
+from ..solver import dp, engines
+from ..solver.instance import Instance, scale
 
 MAX_SCAN_CELLS = 20_000_000  # DP cells the budget scan may use
 
@@ -55,21 +55,21 @@ class Explanation:
 
 def explain(policy: Policy, records: RecordSet, record_id: str, context: Context | None = None) -> Explanation:
     """Why ``record_id`` got its outcome, and the thresholds that would change it."""
-    prep = api.prepare(policy, records, context)
-    result = api.finish(policy, records, prep)
-    entry = result.entry(record_id)
+    done = pipeline.run(policy, records, context)
+    entry = done.result.entry(record_id)
     if entry is None:
-        known = ", ".join(t.id or "?" for t in result.trace[:8])
+        known = ", ".join(t.id or "?" for t in done.result.trace[:8])
         raise InputError(f"no record `{record_id}` in the records (first ids: {known})")
-    level = next((s.level for s in result.selected if s.id == record_id), None)
-    if entry.outcome == "excluded":
+    allocation = entry.allocation
+    if allocation is None:
         rule = next(r for r in entry.rules if not r.passed)
         return Explanation(record_id, entry.outcome, None, entry, notes=[
             f"excluded by `{rule.rule}`: {rule.reason}; the allocation never saw it, so no budget or "
             "utility changes it: only the rule's inputs (see evidence) can"])
-    inst = prep.compiled.instance
-    row = next(i for i, r in enumerate(prep.compiled.records) if r.id == record_id)
-    names = prep.compiled.levels
+    level = allocation.level if allocation.selected else None
+    inst = done.prepared.compiled.instance
+    row = allocation.row
+    names = done.prepared.compiled.levels
     best = _optimum(inst)
     utility: dict[str, float | None] = {}
     for j in range(inst.k):
@@ -132,7 +132,7 @@ def render_text(ex: Explanation) -> str:
         mark = "pass" if r.passed else "FAIL"
         lines.append(f"  [{mark}] {r.rule}: {r.reason}")
     if ex.entry.allocation is not None:
-        decided = ex.entry.allocation.get("decided_by")
+        decided = ex.entry.allocation.decided_by
         if decided:
             how = "bound (no other level can reach the optimum)" if decided == "bound" else "exact search of the core"
             lines.append(f"  decided by {how}")

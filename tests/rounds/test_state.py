@@ -16,9 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memsolve
-from memsolve.state import SCHEMA_VERSION, AgentKey, StateStore
+from memsolve.rounds.state import SCHEMA_VERSION, AgentKey, StateStore
 
-from .conftest import ROOT, make_policy, rec, write
+from ..conftest import ROOT, make_policy, rec, write
 
 
 def policy(c: float = 1.0, alpha: float = 0.8, q0: float = 0.0, budget: int = 10) -> memsolve.Policy:
@@ -114,7 +114,7 @@ def test_fidelity_never_rises_across_rounds(tmp_path_factory, rounds, c) -> None
             if entry.outcome == "excluded":
                 assert last.get(entry.id) == order["delete"]
                 continue
-            level = order[entry.allocation["level"]]
+            level = order[entry.allocation.level]
             assert level >= last.get(entry.id, 0)
             last[entry.id] = level
 
@@ -215,7 +215,7 @@ def test_concurrent_rounds_never_lose_an_update(tmp_path: Path) -> None:
 
 CRASH_LOOP = """
 import sys, memsolve
-from memsolve.state import StateStore
+from memsolve.rounds.state import StateStore
 p = memsolve.load_policy("policies/team-a.yaml")
 r = memsolve.load_records(p.records)
 s = StateStore(sys.argv[1])

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._source import load_document
-from .context import Context
-from .errors import InputError, Location
-from .policies.model import Policy
-from .records import load_records
-from .state import StateStore
+from ..context import Context
+from ..errors import InputError, Location
+from ..policies.model import Policy
+from ..records import load_records
+from ..source import load_document
+from .state import RoundRow, StateStore
 
 
 @dataclass(frozen=True)
@@ -28,27 +29,6 @@ class Batch:
     records: tuple[Mapping[str, Any], ...]
     now: Any = None
     where: Location | None = None
-
-
-@dataclass(frozen=True)
-class TrajectoryRow:
-    round: int
-    queue: float
-    lam: float
-    tokens_used: int
-    budget: int
-    objective: float
-    queue_after: float
-    levels: Mapping[str, int]
-
-    @property
-    def occupancy(self) -> float:
-        return self.tokens_used / self.budget if self.budget else 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"t": self.round, "queue": self.queue, "lambda": self.lam, "tokens_used": self.tokens_used,
-                "budget": self.budget, "occupancy": self.occupancy, "objective": self.objective,
-                "queue_after": self.queue_after, "levels": dict(sorted(self.levels.items()))}
 
 
 def load_rounds(path: str | Path) -> list[Batch]:
@@ -69,9 +49,9 @@ def load_rounds(path: str | Path) -> list[Batch]:
     return batches
 
 
-def run_simulation(policy: Policy, batches: Sequence[Batch], *, agent: str = "simulation") -> list[TrajectoryRow]:
+def run_simulation(policy: Policy, batches: Sequence[Batch], *, agent: str = "simulation") -> list[RoundRow]:
     """Run every batch as one round, in a throw-away state file; return the trajectory."""
-    rows: list[TrajectoryRow] = []
+    rows: list[RoundRow] = []
     seen: list[Mapping[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="memsolve-sim-") as folder:
         store = StateStore(Path(folder) / "state.db")
@@ -82,24 +62,23 @@ def run_simulation(policy: Policy, batches: Sequence[Batch], *, agent: str = "si
                 bad = records.invalid[0]
                 raise InputError(f"round {len(rows) + 1}: record `{bad.id}`: {bad.error.message}", batch.where)
             context = Context(now=batch.now) if batch.now is not None else None
-            result = store.round(policy, records, context, agent=agent)
-            levels: dict[str, int] = {}
-            for chosen in result.selected:
-                levels[chosen.level] = levels.get(chosen.level, 0) + 1
-            if result.dropped:
-                levels["delete"] = len(result.dropped)
-            rows.append(TrajectoryRow(result.round, result.price.queue_before, result.price.lam, result.tokens_used,
-                                      result.budget, result.objective, result.price.queue_after, levels))
+            rows.append(RoundRow.of(store.round(policy, records, context, agent=agent)))
     return rows
 
 
-def trajectory_csv(rows: Sequence[TrajectoryRow]) -> str:
+def trajectory_csv(rows: Sequence[RoundRow]) -> str:
     levels = sorted({level for r in rows for level in r.levels})
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["t", "queue", "lambda", "tokens_used", "budget", "occupancy", "objective", "queue_after",
                      *[f"level_{name}" for name in levels]])
     for r in rows:
-        writer.writerow([r.round, r.queue, r.lam, r.tokens_used, r.budget, r.occupancy, r.objective, r.queue_after,
+        writer.writerow([r.round, r.queue_before, r.lam, r.tokens_used, r.budget, r.occupancy, r.objective, r.queue_after,
                          *[r.levels.get(name, 0) for name in levels]])
     return buffer.getvalue()
+
+
+def trajectory_json(policy: Policy, rows: Sequence[RoundRow]) -> str:
+    """The trajectory as JSON: the policy, its target occupancy alpha, one object per round."""
+    payload = {"policy": policy.name, "alpha": policy.pricing.alpha, "trajectory": [r.trajectory_dict() for r in rows]}
+    return json.dumps(payload, indent=2) + "\n"

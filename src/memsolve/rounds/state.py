@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import api
-from .context import Context, resolve_context
-from .errors import StateError
-from .policies.model import Policy
-from .policies.rules import Ceiling
-from .records import RecordSet
-from .result import Result
+from .. import pipeline
+from ..context import Context, resolve_context
+from ..errors import StateError
+from ..policies.model import DELETE, Policy
+from ..policies.verdicts import Ceiling
+from ..pricing import RoundPrice, price_for
+from ..records import RecordSet
+from ..result import Result
 
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x4D454D53  # "MEMS": marks the file as memsolve's
@@ -63,7 +64,9 @@ class AgentKey:
 
 
 @dataclass(frozen=True)
-class HistoryRow:
+class RoundRow:
+    """One round as the state's history and a simulation's trajectory both record it."""
+
     round: int
     queue_before: float
     queue_after: float
@@ -75,17 +78,37 @@ class HistoryRow:
     levels: Mapping[str, int]  # how many records were kept at each level (and deleted)
     result_sha256: str
 
+    @classmethod
+    def of(cls, result: Result, refresh: bool = False) -> RoundRow:
+        """The row of a finished round."""
+        levels: dict[str, int] = {}
+        for chosen in result.selected:
+            levels[chosen.level] = levels.get(chosen.level, 0) + 1
+        if result.dropped:
+            levels[DELETE] = len(result.dropped)
+        p = result.price
+        return cls(result.round, p.queue_before, p.queue_after, p.lam, result.tokens_used, result.budget,
+                   result.objective, refresh, dict(sorted(levels.items())),
+                   hashlib.sha256(result.to_json().encode()).hexdigest())
+
     @property
     def occupancy(self) -> float:
         return self.tokens_used / self.budget if self.budget else 0.0
 
     def to_dict(self) -> dict[str, Any]:
+        """The history's form (``state show``, ``state export``)."""
         return {
             "round": self.round, "queue_before": self.queue_before, "queue_after": self.queue_after,
             "lambda": self.lam, "tokens_used": self.tokens_used, "budget": self.budget,
             "occupancy": self.occupancy, "objective": self.objective, "refresh": self.refresh,
             "levels": dict(self.levels), "result_sha256": self.result_sha256,
         }
+
+    def trajectory_dict(self) -> dict[str, Any]:
+        """The trajectory's form (``simulate``)."""
+        return {"t": self.round, "queue": self.queue_before, "lambda": self.lam, "tokens_used": self.tokens_used,
+                "budget": self.budget, "occupancy": self.occupancy, "objective": self.objective,
+                "queue_after": self.queue_after, "levels": dict(sorted(self.levels.items()))}
 
 
 @dataclass(frozen=True)
@@ -96,7 +119,11 @@ class AgentState:
     round: int = 1
     queue: float | None = None  # None before the first round: the policy's q0 applies
     ceilings: Mapping[str, Ceiling] = field(default_factory=dict)
-    history: tuple[HistoryRow, ...] = ()
+    history: tuple[RoundRow, ...] = ()
+
+    def next_price(self, policy: Policy) -> RoundPrice:
+        """The price the next round will pay (the policy's q0 before the first round)."""
+        return price_for(policy, self.round, self.queue)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -217,7 +244,7 @@ class StateStore:
             )
         }
         history = tuple(
-            HistoryRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), json.loads(r[8]), r[9])
+            RoundRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), json.loads(r[8]), r[9])
             for r in conn.execute(
                 "SELECT round, queue_before, queue_after, lambda, tokens_used, budget, objective, refresh, "
                 "levels, result_sha256 FROM history WHERE policy=? AND tenant=? AND agent=? ORDER BY round",
@@ -226,12 +253,15 @@ class StateStore:
         )
         return AgentState(key, row[0], row[1], ceilings, history)
 
-    def keys(self, agent: str | None = None) -> list[AgentKey]:
+    def keys(self, agent: str | None = None, *, policy: str | None = None, tenant: str | None = None) -> list[AgentKey]:
+        """The stored keys, optionally only one agent's, one policy's (by name), one tenant's."""
         with self.transaction(write=False) as conn:
             if conn is None:
                 return []
             rows = conn.execute("SELECT policy, tenant, agent FROM agents ORDER BY policy, tenant, agent").fetchall()
-        return [AgentKey(*r) for r in rows if agent is None or r[2] == agent]
+        return [AgentKey(*r) for r in rows
+                if (agent is None or r[2] == agent) and (policy is None or r[0] == policy)
+                and (tenant is None or r[1] == tenant)]
 
     # --- rounds -----------------------------------------------------------------------
 
@@ -249,19 +279,20 @@ class StateStore:
         refresh: bool = False,
         dry_run: bool = False,
         engine: str | None = None,
+        timings: pipeline.Timings | None = None,
     ) -> Result:
         """Run one round for ``agent``: read state, solve, write the new state atomically."""
         key = self.key_for(policy, records, context, agent)
         with self.transaction(write=not dry_run) as conn:
             state = self.load(key, conn) if conn is not None else AgentState(key)
-            queue = policy.pricing.q0 if state.queue is None else state.queue
             ceilings = {} if refresh else dict(state.ceilings)
-            result = api.solve(
+            result = pipeline.run(
                 policy, records, context, engine=engine,
-                round_price=api.price_for(policy, state.round, queue),
+                round_price=state.next_price(policy),
                 ceilings=ceilings,
                 extra={"state": {"agent": agent, "round": state.round, "refresh": refresh, "dry_run": dry_run}},
-            )
+                timings=timings,
+            ).result
             if not dry_run and conn is not None:
                 self._write(conn, key, state, result, ceilings, refresh)
         return result
@@ -273,13 +304,11 @@ class StateStore:
         args = (key.policy, key.tenant, key.agent)
         t = state.round
         new = dict(ceilings)
-        levels: dict[str, int] = {}
         for chosen in result.selected:
             new[chosen.id] = Ceiling(chosen.level, t) if _changed(new.get(chosen.id), chosen.level) else new[chosen.id]
-            levels[chosen.level] = levels.get(chosen.level, 0) + 1
         for dropped in result.dropped:
-            new[dropped.id] = Ceiling("delete", t)
-            levels["delete"] = levels.get("delete", 0) + 1
+            new[dropped.id] = Ceiling(DELETE, t)
+        row = RoundRow.of(result, refresh)
         try:
             conn.execute(
                 "INSERT INTO agents VALUES (?, ?, ?, ?, ?) ON CONFLICT (policy, tenant, agent) "
@@ -293,9 +322,8 @@ class StateStore:
             )
             conn.execute(
                 "INSERT INTO history VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (*args, t, result.price.queue_before, result.price.queue_after, result.price.lam,
-                 result.tokens_used, result.budget, result.objective, int(refresh),
-                 json.dumps(levels, sort_keys=True), hashlib.sha256(result.to_json().encode()).hexdigest()),
+                (*args, t, row.queue_before, row.queue_after, row.lam, row.tokens_used, row.budget, row.objective,
+                 int(refresh), json.dumps(row.levels, sort_keys=True), row.result_sha256),
             )
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None

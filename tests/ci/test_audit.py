@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 import memsolve
-from memsolve import api
-from memsolve.explain import explain
+from memsolve import pipeline
+from memsolve.ci.explain import explain
 from memsolve.solver import engines
 
-from .conftest import ROOT, make_policy, write
+from ..conftest import ROOT, make_policy, write
 
 
 def _policy_copy(tmp_path: Path, edit=lambda s: s) -> Path:
@@ -59,9 +59,10 @@ def test_write_baseline_never_overwrites_silently(cli, tmp_path: Path) -> None:
 
 def test_invariants_catch_a_broken_rule(cli, monkeypatch: pytest.MonkeyPatch) -> None:
     from memsolve.policies import rules
+    from memsolve.policies.verdicts import Verdict
 
     def no_isolation(ev):
-        return lambda record: rules.Verdict("tenant", True, "broken", {})
+        return lambda record: Verdict("tenant", True, "broken", {})
 
     monkeypatch.setattr(rules, "_tenant", no_isolation)
     result = cli("audit", "--policy", "policies/team-a.yaml", "--baseline", "audits/team-a.json", "--format", "json")
@@ -149,7 +150,7 @@ def test_explain_utility_thresholds_hold_at_plus_minus_a_step(record_id: str) ->
     policy = make_policy()
     context = memsolve.Context(now=0, budget=8)
     ex = explain(policy, _records(), record_id, context)
-    prep = api.prepare(policy, _records(), context)
+    prep = pipeline.prepare(policy, _records(), context)
     row = [r.id for r in prep.compiled.records].index(record_id)
     for level, delta in ex.utility_thresholds.items():
         if delta is None:
@@ -172,10 +173,10 @@ def test_explain_budget_thresholds_are_the_smallest_budgets(record_id: str) -> N
     for level, budget in ex.budget_thresholds.items():
         if budget is None:
             continue
-        at = api.solve(policy, _records(), memsolve.Context(now=0, budget=budget))
+        at = pipeline.solve(policy, _records(), memsolve.Context(now=0, budget=budget))
         assert (record_id, level) in {(s.id, s.level) for s in at.selected}
         if budget > 0:
-            below = api.solve(policy, _records(), memsolve.Context(now=0, budget=budget - 1))
+            below = pipeline.solve(policy, _records(), memsolve.Context(now=0, budget=budget - 1))
             assert (record_id, level) not in {(s.id, s.level) for s in below.selected}
 
 
@@ -245,7 +246,7 @@ def test_diff_verdicts(cli) -> None:
 
 
 def test_diff_incomparable_and_added() -> None:
-    from memsolve.diff import compare_sets
+    from memsolve.ci.diff import compare_sets
 
     assert compare_sets({"a"}, {"b"}) == "incomparable"
     assert compare_sets(set(), {"a"}) == "stricter"

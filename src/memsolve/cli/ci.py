@@ -1,0 +1,141 @@
+"""The CI half on the command line: ``audit``, ``explain``, ``test``, ``diff``, ``check``, ``compare``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from .. import __version__, pipeline
+from ..ci import audit as auditing
+from ..ci.findings import FORMATS, Finding, failed, render
+from ..context import Context
+from ..errors import InputError
+from ..policies.load import load_policy
+from ..records import load_records
+from ..render import RESULT_FORMATS, capture, comparison_table, diff_tables
+from .common import EXIT_FAILED, EXIT_OK, Inputs, context_options, format_option, guarded, out_options, write_output
+
+
+def _emit(findings: list[Finding], fmt: str, summary: str, out: str | None, force: bool) -> None:
+    write_output(render(findings, fmt, __version__, summary), out, force)
+
+
+@click.command()
+@context_options
+@click.option("--baseline", type=click.Path(dir_okay=False), help="Stored outcomes to compare with.")
+@click.option("--write-baseline", type=click.Path(dir_okay=False), help="Store this run's outcomes as the baseline.")
+@format_option(FORMATS)
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the report here.")
+@click.option("--force", is_flag=True, help="Replace --write-baseline or --out if it exists.")
+@guarded
+def audit(inputs: Inputs, context: Context, baseline, write_baseline, fmt, out, force) -> None:
+    """Compare outcomes with a baseline (exit 1 on any change) and check the invariants."""
+    if baseline is None and write_baseline is None:
+        raise InputError("give --baseline FILE to compare, or --write-baseline FILE to store one")
+    policy, records = inputs.load()
+    result = pipeline.solve(policy, records, context)
+    if write_baseline:
+        write_output(auditing.dumps(auditing.baseline(result)), write_baseline, force)
+    stored = None if baseline is None else auditing.load_baseline(baseline)
+    report = auditing.audit(policy, records, context, result, stored)
+    _emit(report.findings, fmt, report.summary, out, force)
+    sys.exit(EXIT_FAILED if report.failed else EXIT_OK)
+
+
+@click.command()
+@click.argument("record_id")
+@context_options
+@format_option(RESULT_FORMATS)
+@guarded
+def explain(record_id, inputs: Inputs, context: Context, fmt) -> None:
+    """Why a record got its outcome, and what would change it (computed thresholds)."""
+    from ..ci.explain import explain as explain_record
+    from ..ci.explain import render_text
+
+    policy, records = inputs.load()
+    explanation = explain_record(policy, records, record_id, context)
+    if fmt == "json":
+        click.echo(json.dumps(explanation.to_dict(), indent=2))
+    else:
+        click.echo(render_text(explanation), nl=False)
+
+
+@click.command("test")
+@click.argument("paths", nargs=-1, required=True)
+@format_option(FORMATS)
+@out_options
+@guarded
+def test_command(paths, fmt, out, force) -> None:
+    """Run policy tests (YAML files of kind PolicyTest, or folders of them)."""
+    from ..ci.policytest import find_test_files, run_file, summary
+
+    files = find_test_files(list(paths))
+    if not files:
+        raise InputError(f"no policy test files under {', '.join(paths)}")
+    findings = [finding for path in files for finding in run_file(path)]
+    _emit(findings, fmt, summary(findings), out, force)
+    sys.exit(EXIT_FAILED if failed(findings) else EXIT_OK)
+
+
+@click.command()
+@click.argument("old_policy", type=click.Path(dir_okay=False))
+@click.argument("new_policy", type=click.Path(dir_okay=False))
+@click.option("--records", "records_path", type=click.Path(dir_okay=False),
+              help="Records both policies run over; default: the first policy's `records:`.")
+@format_option(RESULT_FORMATS)
+@guarded
+def diff(old_policy, new_policy, records_path, fmt) -> None:
+    """Two policies over one record set: changed outcomes and a verdict per rule and overall."""
+    from ..ci.diff import diff as diff_policies
+
+    old, records = Inputs(old_policy, records_path).load()
+    report = diff_policies(old, load_policy(new_policy), records)
+    if fmt == "json":
+        click.echo(json.dumps(report.to_dict(), indent=2))
+    else:
+        click.echo(capture(diff_tables, report), nl=False)
+
+
+@click.command()
+@click.argument("policies", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--records", "records_path", type=click.Path(dir_okay=False),
+              help="Also lint against these records (else each policy's own `records:`, if any).")
+@format_option(FORMATS)
+@out_options
+@guarded
+def check(policies, records_path, fmt, out, force) -> None:
+    """Schema validation plus semantic lints with stable codes (MS000-MS008); exit 1 on errors."""
+    from ..ci.lint import check_policy, summary
+
+    findings = []
+    for path in policies:
+        source = records_path
+        if source is None:
+            try:
+                source = load_policy(path).records
+            except InputError:
+                source = None
+        findings += check_policy(path, None if source is None else load_records(source))
+    _emit(findings, fmt, summary(policies, findings), out, force)
+    sys.exit(EXIT_FAILED if failed(findings) else EXIT_OK)
+
+
+@click.command()
+@context_options
+@format_option(RESULT_FORMATS)
+@guarded
+def compare(inputs: Inputs, context: Context, fmt) -> None:
+    """Greedy packing against the exact optimum on the same eligible records."""
+    from ..ci.compare import compare as compare_engines
+
+    policy, records = inputs.load()
+    comparison = compare_engines(policy, records, context)
+    if fmt == "json":
+        click.echo(json.dumps(comparison.to_dict(), indent=2))
+    else:
+        click.echo(capture(comparison_table, comparison), nl=False)
+
+
+COMMANDS = (audit, explain, test_command, diff, check, compare)

@@ -1,0 +1,68 @@
+"""What the rules stage hands on: one verdict per rule per record, with its evidence.
+
+Also the fidelity ceiling a stateful round feeds into the rules (the highest level a record
+may still take), and :func:`number`, the way numbers are written into evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..records import Record
+
+
+def number(value: float) -> float | int:
+    """Integral floats as ints, so evidence reads `age: 1` rather than `age: 1.0`."""
+    if type(value) is int:
+        return value
+    return int(value) if value.is_integer() and -(2**53) < value < 2**53 else value
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One rule's judgement of one record.
+
+    ``score`` is the relevance rule's blended score as a value (the evidence shows the same
+    number); the allocation derives utilities from it, never from the evidence text.
+    """
+
+    rule: str
+    passed: bool
+    reason: str
+    evidence: Mapping[str, Any]
+    score: float | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule, "passed": self.passed, "reason": self.reason, "evidence": self.evidence}
+
+
+@dataclass(frozen=True)
+class RecordVerdicts:
+    """Every verdict on one record, in evaluation order."""
+
+    record: Record
+    verdicts: tuple[Verdict, ...]
+
+    @property
+    def eligible(self) -> bool:
+        return all(v.passed for v in self.verdicts)
+
+    @property
+    def deciding(self) -> Verdict | None:
+        """The first failing verdict, which names the rule that excluded the record."""
+        return next((v for v in self.verdicts if not v.passed), None)
+
+    @property
+    def relevance(self) -> float | None:
+        """The record's relevance score (the last relevance rule's), None without a query."""
+        return next((v.score for v in reversed(self.verdicts) if v.score is not None), None)
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """The highest level a record may still take, and the round that set it (state)."""
+
+    level: str  # a fidelity level, or DELETE
+    round: int
