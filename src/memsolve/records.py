@@ -25,6 +25,7 @@ from .timeutil import TimeValueError, parse_duration, parse_timestamp, time_kind
 
 # Larger token counts would overflow the solvers' 64-bit arithmetic once summed.
 MAX_TOKENS = 10**12
+DELETE = "delete"  # the level every record has implicitly: not kept (0 tokens, 0 utility)
 
 
 @dataclass(frozen=True)
@@ -282,7 +283,7 @@ def looks_valid(item: Any) -> bool:
         return False
     if "representations" in item:
         reps = item["representations"]
-        if not isinstance(reps, dict) or not reps or "delete" in reps:
+        if not isinstance(reps, dict) or not reps or DELETE in reps:
             return False
         for level in reps.values():
             if not isinstance(level, dict) or not {"tokens", "utility", "text"}.issuperset(level):

@@ -148,7 +148,8 @@ class SolverReport:
 
 @dataclass(frozen=True)
 class Compression:
-    """Seed 000's check: does the preferred action survive compression? (ties: first index)"""
+    """Does the preferred action survive compression? Compares the best of the original and of the
+    compressed action values (ties: first index) and the gap to the runner-up."""
 
     original_action: int
     compressed_action: int

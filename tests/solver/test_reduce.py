@@ -10,7 +10,7 @@ from memsolve.solver import make_instance, scale
 from memsolve.solver.core import reduce_instance, solve_cpsat_reduced, solve_reduced
 from memsolve.solver.dp import solve_dp
 from memsolve.solver.greedy import solve_greedy
-from memsolve.solver.reduce import _split_efficiency, relax
+from memsolve.solver.reduce import relax, split_efficiency
 
 from .test_exact import instances
 
@@ -76,7 +76,7 @@ def test_reduced_engines_equal_dense_dp_on_generated_classes(kind, n, seed, max_
     _check(_generated(kind, n, seed, max_records))
 
 
-def test_split_efficiency_matches_a_full_sort() -> None:
+def testsplit_efficiency_matches_a_full_sort() -> None:
     rng = np.random.default_rng(3)
     for size in (10, 300, 5000, 20000):
         eff = rng.uniform(0, 10, size)
@@ -86,7 +86,7 @@ def test_split_efficiency_matches_a_full_sort() -> None:
         order = np.argsort(-eff, kind="stable")
         cumulative = np.cumsum(weight[order])
         expected = eff[order[np.searchsorted(cumulative, capacity, side="right")]]
-        assert _split_efficiency(eff, weight, capacity) == expected
+        assert split_efficiency(eff, weight, capacity) == expected
 
 
 def test_most_memory_shaped_records_are_fixed_by_bound() -> None:

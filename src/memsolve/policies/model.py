@@ -17,7 +17,6 @@ from ..source import Document
 
 DEFAULT_STORES = ("semantic", "episodic", "procedural", "working")
 DEFAULT_FIDELITY = ("raw", "summary", "abstraction", "keywords")
-DELETE = "delete"
 
 RULE_TYPES = (
     "stores",

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from ..context import ResolvedContext
 from ..errors import InputError
-from ..records import Record
+from ..records import DELETE, Record
 from ..relevance import score_records
 from ..timeutil import RFC3339, TimeValueError, format_time, parse_duration
 from .model import (
@@ -84,7 +84,7 @@ def _fidelity_ceiling(ceilings: Mapping[str, Ceiling]) -> Callable[[Record], Ver
         if ceiling is None:
             return Verdict("fidelity-ceiling", True, "new record: any level", {"ceiling": None})
         evidence = {"ceiling": ceiling.level, "since_round": ceiling.round}
-        if ceiling.level == "delete":
+        if ceiling.level == DELETE:
             return Verdict("fidelity-ceiling", False,
                            f"deleted in round {ceiling.round}; returns only with --refresh", evidence)
         return Verdict("fidelity-ceiling", True,

@@ -73,7 +73,8 @@ def trajectory_csv(rows: Sequence[RoundRow]) -> str:
     writer.writerow(["t", "queue", "lambda", "tokens_used", "budget", "occupancy", "objective", "queue_after",
                      *[f"level_{name}" for name in levels]])
     for r in rows:
-        writer.writerow([r.round, r.queue_before, r.lam, r.tokens_used, r.budget, r.occupancy, r.objective, r.queue_after,
+        writer.writerow([r.round, r.queue_before, r.lam, r.tokens_used, r.budget, r.occupancy, r.objective,
+                         r.queue_after,
                          *[r.levels.get(name, 0) for name in levels]])
     return buffer.getvalue()
 

@@ -25,10 +25,10 @@ from typing import Any
 from .. import pipeline
 from ..context import Context, resolve_context
 from ..errors import StateError
-from ..policies.model import DELETE, Policy
+from ..policies.model import Policy
 from ..policies.verdicts import Ceiling
 from ..pricing import RoundPrice, price_for
-from ..records import RecordSet
+from ..records import DELETE, RecordSet
 from ..result import Result
 
 SCHEMA_VERSION = 1

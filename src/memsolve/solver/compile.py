@@ -19,9 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ..policies.model import DELETE
 from ..policies.verdicts import number
-from ..records import Record
+from ..records import DELETE, Record
 from .instance import Instance, Solution
 from .reduce import Reduction
 

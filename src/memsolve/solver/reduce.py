@@ -115,7 +115,7 @@ def _update_in(
     prev[better] = source
 
 
-def _split_efficiency(eff: np.ndarray, weight: np.ndarray, capacity: float) -> float:
+def split_efficiency(eff: np.ndarray, weight: np.ndarray, capacity: float) -> float:
     """λ*: the efficiency at which increments taken in decreasing efficiency fill ``capacity``.
 
     Iterative weighted selection: each pass picks a pivot from a sample, keeps the side that
@@ -181,7 +181,7 @@ def relax(instance: Instance, scaled: Scaled) -> Relaxation:
     increment = on_hull & (prev >= 0)
     dw = sizes - np.take_along_axis(sizes, np.where(prev >= 0, prev, 0), axis=0)
     total = float(dw[increment].sum())
-    lam = 0.0 if total <= budget else _split_efficiency(eff[increment], dw[increment], budget)
+    lam = 0.0 if total <= budget else split_efficiency(eff[increment], dw[increment], budget)
 
     # LP floor: each row at its heaviest hull vertex whose increment is strictly above λ*
     floor_level = np.full(n, k, dtype=np.int64)
