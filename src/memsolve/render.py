@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from .result import Result
+from .result import Result, describe_outcome
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -129,10 +129,8 @@ def comparison_table(comparison: Comparison, file: IO[str] | None = None) -> Non
 
 
 def diff_tables(report: PolicyDiff, file: IO[str] | None = None) -> None:
-    from .ci.audit import describe
-
     rows_table("Changed outcomes", ["record", "before", "after"],
-               [(c["id"], describe(c["before"]), describe(c["after"])) for c in report.changes], file)
+               [(c["id"], describe_outcome(c["before"]), describe_outcome(c["after"])) for c in report.changes], file)
     rows_table("Rules", ["rule", "verdict"], sorted(report.rules.items()), file)
     print(f"overall: {report.overall}", file=file)
 

@@ -243,3 +243,32 @@ class Result:
 
     def entry(self, record_id: str) -> TraceEntry | None:
         return next((t for t in self.trace if t.id == record_id), None)
+
+    def outcomes(self) -> dict[str, dict[str, Any]]:
+        """Each record's outcome, keyed by id (records without an id by ``#position``): what audits,
+        baselines, diffs and policy tests compare."""
+        out: dict[str, dict[str, Any]] = {}
+        for s in self.selected:
+            out[s.id] = {"outcome": "selected", "level": s.level}
+        for d in self.dropped:
+            out[d.id] = {"outcome": "dropped", "reason": d.reason}
+        for e in self.excluded:
+            out[e.id if e.id is not None else f"#{e.position}"] = {"outcome": "excluded", "rule": e.rule,
+                                                                   "reason": e.reason}
+        return out
+
+
+def outcome_key(value: Mapping[str, Any] | None) -> tuple[Any, ...] | None:
+    """What makes two outcomes the same: outcome, level and rule (not the reason's wording)."""
+    return None if value is None else (value["outcome"], value.get("level"), value.get("rule"))
+
+
+def describe_outcome(value: Mapping[str, Any] | None) -> str:
+    """An outcome in words: ``selected at raw``, ``excluded by freshness``, ``dropped``, ``absent``."""
+    if value is None:
+        return "absent"
+    if value["outcome"] == "selected":
+        return f"selected at {value['level']}"
+    if value["outcome"] == "excluded":
+        return f"excluded by {value['rule']}"
+    return "dropped"

@@ -18,7 +18,7 @@ from ..context import Context, resolve_context
 from ..errors import InputError, Location
 from ..policies.model import FreshnessRule, Policy
 from ..records import Record, RecordSet
-from ..result import Result
+from ..result import Result, describe_outcome, outcome_key
 from ..source import load_document
 from ..timeutil import parse_duration
 from .findings import Finding
@@ -26,25 +26,12 @@ from .findings import Finding
 BASELINE_SCHEMA = "memsolve/baseline/v1"
 
 
-def outcomes(result: Result) -> dict[str, dict[str, Any]]:
-    """Each record's outcome, keyed by id (invalid records without an id by position)."""
-    out: dict[str, dict[str, Any]] = {}
-    for s in result.selected:
-        out[s.id] = {"outcome": "selected", "level": s.level}
-    for d in result.dropped:
-        out[d.id] = {"outcome": "dropped", "reason": d.reason}
-    for e in result.excluded:
-        out[e.id if e.id is not None else f"#{e.position}"] = {"outcome": "excluded", "rule": e.rule,
-                                                               "reason": e.reason}
-    return out
-
-
 def baseline(result: Result) -> dict[str, Any]:
     return {
         "schema": BASELINE_SCHEMA,
         "policy": {"name": result.policy_name, "sha256": result.policy_sha256},
         "records": {"sha256": result.records_sha256, "count": result.records_count},
-        "outcomes": {rid: value for rid, value in sorted(outcomes(result).items())},
+        "outcomes": {rid: value for rid, value in sorted(result.outcomes().items())},
     }
 
 
@@ -59,26 +46,15 @@ def load_baseline(path: str) -> dict[str, Any]:
     return data
 
 
-def describe(value: Mapping[str, Any] | None) -> str:
-    """An outcome in words: ``selected at raw``, ``excluded by freshness``, ``dropped``, ``absent``."""
-    if value is None:
-        return "absent"
-    if value["outcome"] == "selected":
-        return f"selected at {value['level']}"
-    if value["outcome"] == "excluded":
-        return f"excluded by {value['rule']}"
-    return "dropped"
-
-
 def compare(policy: Policy, stored: Mapping[str, Any], result: Result) -> list[Finding]:
     """One finding per record: passed when its outcome is unchanged."""
     before: Mapping[str, Any] = stored["outcomes"]
-    after = outcomes(result)
+    after = result.outcomes()
     findings = []
     for rid in sorted(set(before) | set(after)):
         old, new = before.get(rid), after.get(rid)
         same = old is not None and new is not None and outcome_key(old) == outcome_key(new)
-        message = "" if same else f"{describe(old)} -> {describe(new)}"
+        message = "" if same else f"{describe_outcome(old)} -> {describe_outcome(new)}"
         if not same and new is not None and new.get("reason"):
             message += f" ({new['reason']})"
         rule = (new or {}).get("rule") or (old or {}).get("rule")
@@ -87,11 +63,6 @@ def compare(policy: Policy, stored: Mapping[str, Any], result: Result) -> list[F
             location=_rule_location(policy, rule), data={"before": old, "after": new},
         ))
     return findings
-
-
-def outcome_key(value: Mapping[str, Any] | None) -> tuple[Any, ...] | None:
-    """What makes two outcomes the same: outcome, level and rule (not the reason's wording)."""
-    return None if value is None else (value["outcome"], value.get("level"), value.get("rule"))
 
 
 def _rule_location(policy: Policy, rule_id: str | None) -> Location:

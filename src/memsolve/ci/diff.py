@@ -15,8 +15,7 @@ from .. import pipeline
 from ..context import Context
 from ..policies.model import Policy
 from ..records import RecordSet
-from ..result import Result
-from .audit import outcome_key, outcomes
+from ..result import Result, outcome_key
 
 
 @dataclass(frozen=True)
@@ -52,7 +51,7 @@ def _failing(result: Result) -> dict[str, set[str]]:
 def diff(old: Policy, new: Policy, records: RecordSet, context: Context | None = None) -> PolicyDiff:
     a = pipeline.solve(old, records, context)
     b = pipeline.solve(new, records, context)
-    before, after = outcomes(a), outcomes(b)
+    before, after = a.outcomes(), b.outcomes()
     changes = [{"id": rid, "before": before.get(rid), "after": after.get(rid)}
                for rid in before if outcome_key(before.get(rid)) != outcome_key(after.get(rid))]
     fa, fb = _failing(a), _failing(b)

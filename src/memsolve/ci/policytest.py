@@ -32,7 +32,6 @@ from ..errors import InputError, Location, MemsolveError
 from ..policies.load import load_policy
 from ..records import load_records
 from ..source import Document, load_document
-from .audit import outcomes
 from .findings import Finding
 
 _EXPECT_FIELDS = ("outcome", "level", "rule")
@@ -79,7 +78,7 @@ def run_file(path: Path) -> list[Finding]:
             findings.append(Finding(suite, case.name, False, f"the solve failed: {exc}", "test-error",
                                     location=case.where))
             continue
-        got = outcomes(result)
+        got = result.outcomes()
         problems = []
         for rid, want in case.expect.items():
             have = got.get(rid)

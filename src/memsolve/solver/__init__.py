@@ -1,4 +1,5 @@
-"""Allocation: the multiple-choice knapsack, its exact engines, the greedy baseline, the frontier."""
+"""Allocation: the multiple-choice knapsack instance, its engines (CP-SAT, the DP and its compiled
+kernel, greedy) behind one registry, the cross-check, the frontier, and compile/invert to records."""
 
 from __future__ import annotations
 
