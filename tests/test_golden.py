@@ -51,7 +51,7 @@ def test_golden_state_sequence(cli: Cli, tmp_path: Path) -> None:
     round_ = ["--policy", "policies/team-a.yaml", "--state", db, "--agent", "planner", "--format", "json"]
     steps = [
         ("state-round-1", round_),
-        ("state-round-2", [*round_, "--budget", "200"]),
+        ("state-round-2", [*round_, "--set", "budget.tokens=200"]),
         ("state-round-3", [*round_, "--refresh"]),
         ("state-show-json", ["state", "show", "--state", db, "--agent", "planner", "--policy",
                              "policies/team-a.yaml", "--format", "json"]),

@@ -129,7 +129,12 @@ class Price:
 
 @dataclass(frozen=True)
 class SolverReport:
+    """How the allocation was found: ``engine`` is the engine asked for (whose optimum the run
+    proved), ``allocated_by`` the engine whose allocation is reported (the DP's tie-rule
+    representative whenever the DP proves the same optimum)."""
+
     engine: str
+    allocated_by: str
     status: str
     bound: float | None
     cross_check: Mapping[str, Any] | None
@@ -137,7 +142,8 @@ class SolverReport:
     detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"engine": self.engine, "status": self.status, "bound": self.bound}
+        out: dict[str, Any] = {"engine": self.engine, "allocated_by": self.allocated_by, "status": self.status,
+                               "bound": self.bound}
         if self.detail:
             out["detail"] = self.detail
         out["cross_check"] = None if self.cross_check is None else dict(self.cross_check)
