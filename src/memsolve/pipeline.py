@@ -1,8 +1,9 @@
 """The pipeline: one direction, one function per stage, typed values between them.
 
     context  Policy, RecordSet, Context      → ResolvedContext   (caller, records file, policy agree)
-    admit    records, ResolvedContext        → Admitted          (record problems become InvalidRecord)
-    rules    Admitted                        → RecordVerdicts…   (every rule for every record)
+    admit    RecordSet, ResolvedContext      → RecordSet         (records this policy and moment refuse
+                                                                  become InvalidRecord)
+    rules    RecordSet                       → RecordVerdicts…   (every rule for every valid record)
     compile  eligible records and scores     → Compiled          (the MCKP instance; invert maps back)
     solve    Compiled                        → Solution          (the asked-for engine)
     check    Solution                        → Outcome           (cross-check, feasibility, greedy)
@@ -54,26 +55,11 @@ class Timings:
 
 
 @dataclass(frozen=True)
-class Admitted:
-    """The records in input order, each valid for this policy and moment, or invalid with its error."""
-
-    records: tuple[Record | InvalidRecord, ...]
-
-    @property
-    def valid(self) -> list[Record]:
-        return [r for r in self.records if isinstance(r, Record)]
-
-    @property
-    def invalid(self) -> list[InvalidRecord]:
-        return [r for r in self.records if isinstance(r, InvalidRecord)]
-
-
-@dataclass(frozen=True)
 class Prepared:
     """Everything decided before the allocation: context, admission, verdicts, the instance."""
 
     ctx: ResolvedContext
-    admitted: Admitted
+    admitted: RecordSet  # the input records, those refused at admission marked invalid
     verdicts: tuple[RecordVerdicts, ...]  # the valid records, in input order
     compiled: Compiled
     round_price: RoundPrice
@@ -96,7 +82,7 @@ class Run:
 # --- the stages -------------------------------------------------------------------------
 
 
-def admit(policy: Policy, records: RecordSet, ctx: ResolvedContext) -> Admitted:
+def admit(policy: Policy, records: RecordSet, ctx: ResolvedContext) -> RecordSet:
     """Check each record against the policy and the moment; problems become InvalidRecord."""
     derives = policy.utility.source == "relevance"
     out: list[Record | InvalidRecord] = []
@@ -106,11 +92,11 @@ def admit(policy: Policy, records: RecordSet, ctx: ResolvedContext) -> Admitted:
             continue
         problem = _problem(policy, records, ctx, record, derives)
         out.append(record if problem is None else InvalidRecord(record.id, record.position, problem))
-    return Admitted(tuple(out))
+    return replace(records, records=tuple(out))
 
 
 def rules(
-    policy: Policy, admitted: Admitted, ctx: ResolvedContext, ceilings: Mapping[str, Ceiling] | None
+    policy: Policy, admitted: RecordSet, ctx: ResolvedContext, ceilings: Mapping[str, Ceiling] | None
 ) -> tuple[RecordVerdicts, ...]:
     """Every rule's verdict on every valid record (the first invalid one fails the run under
     ``on_invalid_record: error``)."""
@@ -275,25 +261,16 @@ def run(
     return finish(policy, records, prep, engine=engine, extra=extra, timings=timings)
 
 
-def solve(
-    policy: Policy,
-    records: RecordSet,
-    context: Context | None = None,
-    *,
-    engine: str | None = None,
-    round_price: RoundPrice | None = None,
-    ceilings: Mapping[str, Ceiling] | None = None,
-    extra: Mapping[str, Any] | None = None,
-) -> Result:
+def solve(policy: Policy, records: RecordSet, context: Context | None = None, **options: Any) -> Result:
     """Decide which records enter the context, at which level, and why; returns a Result.
 
-    ``round_price`` and ``ceilings`` come from the state store in a stateful round (see
-    :class:`memsolve.StateStore`); ``extra`` adds sections to the result (``state``).
-    Raises InputError for bad input (or an invalid record under ``on_invalid_record: error``)
-    and SolverError when the exact engines disagree.
+    ``options`` are :func:`run`'s: ``engine`` overrides the policy's; ``round_price`` and
+    ``ceilings`` come from the state store in a stateful round (see :class:`memsolve.StateStore`);
+    ``extra`` adds sections to the result (``state``). Raises InputError for bad input (or an
+    invalid record under ``on_invalid_record: error``) and SolverError when the exact engines
+    disagree.
     """
-    return run(policy, records, context, engine=engine, round_price=round_price, ceilings=ceilings,
-               extra=extra).result
+    return run(policy, records, context, **options).result
 
 
 def frontier(policy: Policy, records: RecordSet, context: Context | None = None) -> list[tuple[int, float]]:

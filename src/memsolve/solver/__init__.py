@@ -61,24 +61,17 @@ def make_instance(
 
 
 def solve_arrays(
-    tokens: Any,
-    utility: Any,
-    budget: int,
-    *,
-    price: float = 0.0,
-    mask: Any = None,
-    max_records: int | None = None,
-    engine: str = "auto",
-    time_limit_s: float = 10.0,
+    tokens: Any, utility: Any, budget: int, *, engine: str = "auto", time_limit_s: float = 10.0, **limits: Any
 ) -> ArraySolution:
     """Exact multiple-choice knapsack on plain arrays (levels highest fidelity first).
 
     Maximizes Σ (utility − price·tokens) over one level per row, delete implicit, within
-    ``budget`` tokens and ``max_records`` rows. ``price`` is per token (λ_t / B in MemPrice).
+    ``budget`` tokens. ``limits`` are :func:`make_instance`'s: ``price`` per token (λ_t / B in
+    MemPrice), ``mask`` (the levels offered), ``max_records`` (most rows kept).
     ``engine``: ``auto`` (DP, CP-SAT when the DP table is too large), ``dp``, ``cp-sat`` or
     ``greedy`` (a baseline; status ``feasible``).
     """
-    instance = make_instance(tokens, utility, budget, price=price, mask=mask, max_records=max_records)
+    instance = make_instance(tokens, utility, budget, **limits)
     if engine == "auto":
         engine = "dp"
     outcome = run(instance, engine, "none", time_limit_s=time_limit_s, compare_greedy=False)
