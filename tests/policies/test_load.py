@@ -129,3 +129,11 @@ def test_exponent_numbers_without_a_dot_are_numbers() -> None:
     # regression (found by the ceiling property test): PyYAML alone reads `1e-09` as a string
     policy = memsolve.policy_from_text(HEAD + "pricing: {c: 1e-09, alpha: 5E-1, q0: 2e3}\n")
     assert (policy.pricing.c, policy.pricing.alpha, policy.pricing.q0) == (1e-09, 0.5, 2000.0)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "tests/data/fuzz").iterdir()))
+def test_fuzz_found_inputs_are_input_errors(name: str) -> None:
+    # inputs fuzz/fuzz_loaders.py found crashing (null or numeric YAML keys reached difflib)
+    path = ROOT / "tests/data/fuzz" / name
+    with pytest.raises(memsolve.InputError):
+        memsolve.load_policy(path) if name.endswith(".yaml") else memsolve.load_records(path)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import memsolve
 from memsolve.rounds.state import SCHEMA_VERSION, AgentKey, StateStore
 
-from ..conftest import ROOT, make_policy, rec, write
+from ..conftest import ROOT, make_policy, rec
 
 
 def policy(c: float = 1.0, alpha: float = 0.8, q0: float = 0.0, budget: int = 10) -> memsolve.Policy:
@@ -165,31 +165,6 @@ def test_newer_schema_version_is_refused(tmp_path: Path, cli) -> None:
     assert path.read_bytes() == before
 
 
-def test_state_cli_show_export_reset(tmp_path: Path, cli) -> None:
-    db = tmp_path / "s.db"
-    base = ("--policy", "policies/team-a.yaml", "--state", db, "--agent", "planner")
-    assert cli(*base).exit_code == 0
-    assert cli(*base, "--refresh").exit_code == 0
-    shown = cli("state", "show", "--state", db, "--agent", "planner", "--policy", "policies/team-a.yaml")
-    assert shown.exit_code == 0 and "next round 3" in shown.stdout and "next lambda" in shown.stdout
-    assert "a-sync-notes" in shown.stdout  # its ceiling: deleted
-    data = json.loads(cli("state", "show", "--state", db, "--agent", "planner", "--format", "json").stdout)
-    assert data["agents"][0]["round"] == 3
-    exported = json.loads(cli("state", "export", "--state", db).stdout)
-    assert exported["schema"] == "memsolve/state/v1" and len(exported["agents"][0]["history"]) == 2
-    assert exported["agents"][0]["history"][1]["refresh"] is True
-    assert cli("state", "reset", "--state", db, "--agent", "planner").exit_code == 2  # needs --yes
-    assert cli("state", "reset", "--state", db, "--agent", "planner", "--yes").exit_code == 0
-    assert json.loads(cli("state", "export", "--state", db).stdout)["agents"] == []
-    assert cli("state", "show", "--state", tmp_path / "none.db", "--agent", "x").exit_code == 2
-
-
-def test_state_flags_go_together(cli) -> None:
-    result = cli("--policy", "policies/team-a.yaml", "--state", "x.db")
-    assert result.exit_code == 2 and "--state and --agent go together" in result.stderr
-    assert cli("--policy", "policies/team-a.yaml", "--dry-run").exit_code == 2
-
-
 def _round_cmd(db: Path, agent: str = "a") -> list[str]:
     return [sys.executable, "-m", "memsolve", "--policy", "policies/team-a.yaml", "--state", str(db),
             "--agent", agent, "--format", "json"]
@@ -253,33 +228,6 @@ def test_kill_9_mid_round_leaves_the_previous_state_intact(tmp_path: Path) -> No
     result = StateStore(db).round(memsolve.load_policy(ROOT / "policies/team-a.yaml"),
                                   memsolve.load_records(ROOT / "examples/shared.jsonl"), agent="crash")
     assert result.round == done + 1
-
-
-def test_simulate_settles_near_alpha_within_the_hard_budget(tmp_path: Path, cli) -> None:
-    out = tmp_path / "t.json"
-    plot = tmp_path / "t.svg"
-    result = cli("simulate", "--policy", "policies/conversation.yaml", "--rounds-file",
-                 "examples/rounds/conversation.jsonl", "--out", out, "--plot", plot, "--format", "json")
-    assert result.exit_code == 0, result.stderr
-    data = json.loads(out.read_text())
-    rows = data["trajectory"]
-    assert len(rows) == 40 and plot.read_bytes().startswith(b"<?xml")
-    assert all(r["tokens_used"] <= r["budget"] for r in rows)  # the hard budget holds every round
-    late = [r["occupancy"] for r in rows[-20:]]
-    assert abs(sum(late) / len(late) - data["alpha"]) < 0.1
-    for before, after in zip(rows, rows[1:], strict=False):  # Q_{t+1} = max(0, Q_t + G_t/B − α)
-        assert after["queue"] == pytest.approx(max(0.0, before["queue"] + before["occupancy"] - 0.8))
-        assert after["lambda"] == pytest.approx(1000.0 * after["queue"] / math.sqrt(after["t"]))
-    csv_out = tmp_path / "t.csv"
-    assert cli("simulate", "--policy", "policies/conversation.yaml", "--rounds-file",
-               "examples/rounds/conversation.jsonl", "--out", csv_out).exit_code == 0
-    assert csv_out.read_text().startswith("t,queue,lambda,tokens_used")
-
-
-def test_simulate_bad_rounds_file(tmp_path: Path, cli) -> None:
-    bad = write(tmp_path, "r.jsonl", '[{"id": "a", "timestamp": 0, "tokens": 1, "utility": 1}]\n{"recs": []}\n')
-    result = cli("simulate", "--policy", "policies/conversation.yaml", "--rounds-file", bad)
-    assert result.exit_code == 2 and f"{bad}:2" in result.stderr
 
 
 def test_a_file_whose_first_round_never_committed_reads_as_empty(tmp_path: Path) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -15,40 +13,7 @@ from memsolve.solver.cpsat import solve_cpsat
 from memsolve.solver.dp import solve_dp
 from memsolve.solver.greedy import solve_greedy
 
-
-@st.composite
-def instances(draw, max_n: int = 5, max_k: int = 3, integral: bool = False):
-    n = draw(st.integers(0, max_n))
-    k = draw(st.integers(1, max_k))
-    tokens = draw(st.lists(st.lists(st.integers(0, 12), min_size=k, max_size=k), min_size=n, max_size=n))
-    if integral:  # small integers: many ties, to exercise the tie rule
-        values = st.integers(0, 6).map(float)
-    else:
-        values = st.floats(0, 50, allow_nan=False, allow_infinity=False)
-    utility = draw(st.lists(st.lists(values, min_size=k, max_size=k), min_size=n, max_size=n))
-    mask = draw(st.lists(st.lists(st.booleans(), min_size=k, max_size=k), min_size=n, max_size=n))
-    budget = draw(st.integers(0, 30))
-    price = draw(st.sampled_from([0.0, 0.0, 0.1, 0.5]))
-    max_records = draw(st.one_of(st.none(), st.integers(0, max(n, 1))))
-    return make_instance(
-        np.array(tokens, dtype=np.int64).reshape(n, k),
-        np.array(utility, dtype=float).reshape(n, k),
-        budget,
-        price=price,
-        mask=np.array(mask, dtype=bool).reshape(n, k),
-        max_records=max_records,
-    )
-
-
-def feasible_choices(inst):
-    options = [[-1] + [j for j in range(inst.k) if inst.mask[i, j]] for i in range(inst.n)]
-    for choice in itertools.product(*options):
-        rows = [i for i, j in enumerate(choice) if j >= 0]
-        if sum(int(inst.tokens[i, choice[i]]) for i in rows) > inst.budget:
-            continue
-        if inst.max_records is not None and len(rows) > inst.max_records:
-            continue
-        yield choice
+from .helpers import feasible_choices, instances, tie_key
 
 
 def brute_force(inst) -> float:
@@ -84,15 +49,7 @@ def test_dp_and_cp_sat_equal_exhaustive_search(inst) -> None:
 def test_dp_follows_the_documented_tie_rule(inst) -> None:
     """Max objective, then fewest tokens, then earlier records at higher fidelity."""
     scaled = scale(inst)
-
-    def key(choice):
-        value = sum(int(scaled.values[i, j]) for i, j in enumerate(choice) if j >= 0 and scaled.usable[i, j])
-        if any(j >= 0 and not scaled.usable[i, j] for i, j in enumerate(choice)):
-            return None  # a worthless level never enters (never better than delete)
-        tokens = sum(int(inst.tokens[i, j]) for i, j in enumerate(choice) if j >= 0)
-        fidelity = tuple(-(j if j >= 0 else inst.k) for j in choice)  # level 0 is the highest
-        return (value, -tokens, fidelity)
-
+    key = tie_key(inst, scaled)
     expected = max((c for c in feasible_choices(inst) if key(c) is not None), key=key)
     assert tuple(solve_dp(inst, scaled).choice.tolist()) == expected
 

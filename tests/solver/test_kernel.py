@@ -11,26 +11,12 @@ from hypothesis import strategies as st
 from memsolve.solver import core, kernel, make_instance, native, run, scale
 from memsolve.solver.dp import solve_dp
 
-from .test_exact import feasible_choices, instances
-from .test_reduce import _generated
+from .helpers import feasible_choices, generated, instances, tie_key
 
 
 def test_the_kernel_is_built() -> None:
     """pip builds it wherever a C compiler exists (CI has one); a silent fallback would hide it."""
     assert native.built(), "memsolve.solver._kernel did not build: see pip's output"
-
-
-def _tie_key(inst, scaled):
-    """Max scaled value, then fewest tokens, then earlier records at higher fidelity (DESIGN §5)."""
-
-    def key(choice):
-        if any(j >= 0 and not scaled.usable[i, j] for i, j in enumerate(choice)):
-            return None  # a worthless level never enters (never better than delete)
-        value = sum(int(scaled.values[i, j]) for i, j in enumerate(choice) if j >= 0)
-        tokens = sum(int(inst.tokens[i, j]) for i, j in enumerate(choice) if j >= 0)
-        return value, -tokens, tuple(-(j if j >= 0 else inst.k) for j in choice)
-
-    return key
 
 
 def _unlimited(inst):
@@ -44,7 +30,7 @@ def test_kernel_equals_exhaustive_search(inst) -> None:
     every allocation tying its value and tokens."""
     inst = _unlimited(inst)
     scaled = scale(inst)
-    key = _tie_key(inst, scaled)
+    key = tie_key(inst, scaled)
     expected = max((c for c in feasible_choices(inst) if key(c) is not None), key=key)
     result = kernel.solve_kernel(inst, scaled)
     assert result is not None and result.tie_rule
@@ -63,7 +49,7 @@ def test_kernel_equals_exhaustive_search(inst) -> None:
        st.integers(0, 2**31))
 def test_kernel_equals_dense_dp_past_the_ranked_rows(kind, n, seed) -> None:
     """More rows than the kernel ranks for Pisinger's bound (128), so its fallback is exercised."""
-    inst = _generated(kind, n, seed)
+    inst = generated(kind, n, seed)
     scaled = scale(inst)
     dense = solve_dp(inst, scaled)
     result = kernel.solve_kernel(inst, scaled)
@@ -117,7 +103,7 @@ def test_pisingers_bound_keeps_the_search_small() -> None:
 def test_many_exact_ties_get_the_full_tie_rule_when_the_kernels_table_bounds_them() -> None:
     """5,000 records with sizes 1-5 and utilities 1-3: too large a table for the dense DP
     (2.5e7 cells), but the kernel's tie-rule DP holds at most one state per token count."""
-    inst = _generated("ties", 5000, 0)
+    inst = generated("ties", 5000, 0)
     scaled = scale(inst)
     assert not kernel.solve_kernel(inst, scaled, bounded_ties=False).tie_rule
     result = kernel.solve_kernel(inst, scaled)
@@ -128,7 +114,7 @@ def test_many_exact_ties_get_the_full_tie_rule_when_the_kernels_table_bounds_the
 def test_the_tie_rule_is_applied_on_generated_classes() -> None:
     """The flag above is not vacuous: most generated instances get the full tie rule."""
     applied = [kernel.solve_kernel(inst, scale(inst)).tie_rule
-               for inst in (_generated(kind, 200, seed) for kind in ("memory", "uncorrelated", "ties")
+               for inst in (generated(kind, 200, seed) for kind in ("memory", "uncorrelated", "ties")
                             for seed in range(5))]
     assert all(applied)
 
@@ -157,7 +143,7 @@ def test_small_instances_with_too_many_tied_optima_get_the_full_tie_rule_from_th
 
 
 def test_the_numpy_path_takes_over_past_the_kernel_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    inst = _generated("memory", 300, 4)
+    inst = generated("memory", 300, 4)
     expected = run(inst, "dp", "none").solution
     monkeypatch.setattr(core, "solve_kernel", lambda instance, scaled, **options: None)
     fallback = run(inst, "dp", "none")
@@ -167,7 +153,7 @@ def test_the_numpy_path_takes_over_past_the_kernel_limit(monkeypatch: pytest.Mon
 
 @pytest.mark.parametrize("kind", ["memory", "uncorrelated", "ties"])
 def test_kernel_and_numpy_paths_give_the_same_allocation(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    inst = _generated(kind, 1500, 9)
+    inst = generated(kind, 1500, 9)
     with_kernel = run(inst, "cp-sat", "dp")
     monkeypatch.setenv("MEMSOLVE_KERNEL", "numpy")
     assert not kernel.applies(inst)
@@ -177,11 +163,11 @@ def test_kernel_and_numpy_paths_give_the_same_allocation(kind: str, monkeypatch:
 
 
 def test_the_kernel_answers_count_limits_only_where_they_do_not_bind() -> None:
-    loose = _generated("memory", 60, 1, max_records=59)
+    loose = generated("memory", 60, 1, max_records=59)
     found = core.solve_kernel_reduced(loose, scale(loose))
     assert found is not None and found[0].count <= 59
     assert found[0].choice.tolist() == solve_dp(loose, scale(loose)).choice.tolist()  # the limited tie rule
-    tight = _generated("memory", 60, 1, max_records=5)
+    tight = generated("memory", 60, 1, max_records=5)
     assert core.solve_kernel_reduced(tight, scale(tight)) is None  # the limit binds: the numpy path answers
     outcome = run(tight, "dp", "cp-sat", compare_greedy=False)
     assert outcome.solution.count <= 5 and outcome.cross_check.agrees
@@ -207,7 +193,7 @@ def test_the_kernel_lp_equals_the_numpy_relaxation(kind: str) -> None:
     # to the numpy path (its state limit)
     n = 1000 if kind == "strong" else 20000
     for seed in range(3):
-        inst = _generated(kind, n, seed)
+        inst = generated(kind, n, seed)
         scaled = scale(inst)
         result = kernel.solve_kernel(inst, scaled)
         assert result is not None
@@ -253,13 +239,38 @@ def test_compiled_greedy_walk_equals_python(inst, by_score) -> None:
     assert compiled.choice.tolist() == _without_kernel(lambda: solve_greedy(inst, scores=scores)).choice.tolist()
 
 
+def _count_dual(inst, scaled, limit: int, lam: float) -> float:
+    """U(λ, μ) as reduce.py defines it: λB + μM + Σ_i max(0, max_j (v_ij − λ s_ij − μ)), with μ
+    the (M+1)-th largest positive best gain of a row at λ (0 when at most M rows gain)."""
+    reduced = np.where(scaled.usable, scaled.values - lam * inst.tokens, -np.inf)
+    gains = reduced.max(axis=1, initial=-np.inf)
+    gains = np.sort(gains[gains > 0])[::-1]
+    mu = float(gains[limit]) if gains.size > limit else 0.0
+    return lam * inst.budget + mu * limit + float(np.maximum(reduced - mu, 0.0).max(axis=1, initial=0.0).sum())
+
+
 @pytest.mark.parametrize("limit", [0, 10, 400, 4999])
 def test_compiled_count_dual_equals_numpy(limit: int) -> None:
-    from memsolve.solver import reduce
+    """The count-limited dual, in C and in numpy: the LP relaxation (whose multiplier search
+    evaluates it some thirty times) comes out the same on both paths, and the compiled function
+    equals its definition at fixed multipliers."""
+    from memsolve.solver.reduce import relax
 
-    inst = _generated("memory", 5000, 3, max_records=limit)
-    sizes, values, _ = reduce._columns(inst, scale(inst))
+    inst = generated("memory", 5000, 3, max_records=limit)
+    scaled = scale(inst)
+    compiled = relax(inst, scaled)
+    reference = _without_kernel(lambda: relax(inst, scale(inst)))
+    assert compiled.multiplier == reference.multiplier
+    assert abs(compiled.upper_bound - reference.upper_bound) <= 1e-12 * abs(reference.upper_bound)
+    assert compiled.floor.tolist() == reference.floor.tolist()
+    module = native.module()
+    assert module is not None
+    # the kernel's layout: (k+1, n) columns of values (-inf where unusable) and sizes, delete last
+    values = np.zeros((inst.k + 1, inst.n))
+    values[: inst.k] = np.where(scaled.usable, scaled.values, -np.inf).T
+    sizes = np.zeros((inst.k + 1, inst.n))
+    sizes[: inst.k] = inst.tokens.T
     for lam in (0.0, 1e3, 37000.5, 1e6):
-        compiled = reduce._dual(values, sizes, float(inst.budget), limit, lam)
-        reference = _without_kernel(lambda lam=lam: reduce._dual(values, sizes, float(inst.budget), limit, lam))
-        assert abs(compiled - reference) <= 1e-12 * abs(reference)
+        dual, _ = module.dual(inst.k + 1, inst.n, values, sizes, float(inst.budget), lam, limit, np.empty(inst.n))
+        expected = _count_dual(inst, scaled, limit, lam)
+        assert abs(dual - expected) <= 1e-12 * abs(expected)

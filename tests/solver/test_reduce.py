@@ -6,13 +6,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsolve.solver import make_instance, scale
+from memsolve.solver import scale
 from memsolve.solver.core import reduce_instance, solve_cpsat_reduced, solve_reduced
 from memsolve.solver.dp import solve_dp
 from memsolve.solver.greedy import solve_greedy
 from memsolve.solver.reduce import relax, split_efficiency
 
-from .test_exact import instances
+from .helpers import generated, instances
 
 
 def _check(inst) -> None:
@@ -45,38 +45,14 @@ def test_reductions_keep_the_tie_rule_optimum_with_many_ties(inst) -> None:
     _check(inst)
 
 
-def _generated(kind: str, n: int, seed: int, max_records=None):
-    rng = np.random.default_rng(seed)
-    if kind == "memory":
-        raw = rng.integers(20, 400, size=n)
-        tokens = np.stack([raw, raw // 4 + 1, raw // 12 + 1, raw // 50 + 1], axis=1)
-        u = rng.uniform(1, 50, size=n)
-        shares = [rng.uniform(.5, .8, n), rng.uniform(.25, .45, n), rng.uniform(.05, .15, n)]
-        utility = np.stack([u] + [u * share for share in shares], 1)
-    elif kind == "uncorrelated":
-        tokens = rng.integers(1, 100, size=(n, 3))
-        utility = rng.integers(1, 100, size=(n, 3)).astype(float)
-    elif kind == "strong":
-        tokens = rng.integers(1, 100, size=(n, 3))
-        utility = tokens + 10.0
-    elif kind == "subset":
-        tokens = rng.integers(1, 100, size=(n, 3))
-        utility = tokens.astype(float)
-    else:  # ties: many equal values and sizes
-        tokens = rng.integers(1, 6, size=(n, 3))
-        utility = rng.integers(1, 4, size=(n, 3)).astype(float)
-    price = 0.01 if kind == "memory" else 0.0
-    return make_instance(tokens, utility, int(tokens[:, 0].sum() // 3), price=price, max_records=max_records)
-
-
 @settings(max_examples=150, deadline=None)
 @given(st.sampled_from(["memory", "uncorrelated", "strong", "subset", "ties"]), st.integers(10, 60),
        st.integers(0, 2**31), st.sampled_from([None, None, 4, 12]))
 def test_reduced_engines_equal_dense_dp_on_generated_classes(kind, n, seed, max_records) -> None:
-    _check(_generated(kind, n, seed, max_records))
+    _check(generated(kind, n, seed, max_records))
 
 
-def testsplit_efficiency_matches_a_full_sort() -> None:
+def test_split_efficiency_matches_a_full_sort() -> None:
     rng = np.random.default_rng(3)
     for size in (10, 300, 5000, 20000):
         eff = rng.uniform(0, 10, size)
@@ -90,7 +66,7 @@ def testsplit_efficiency_matches_a_full_sort() -> None:
 
 
 def test_most_memory_shaped_records_are_fixed_by_bound() -> None:
-    inst = _generated("memory", 2000, 11)
+    inst = generated("memory", 2000, 11)
     scaled = scale(inst)
     red = reduce_instance(inst, scaled)
     assert red.core.size < 100  # the rest never needs search
