@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generators import CLASSES, generate  # noqa: E402
 
-from memsolve.solver import kernel, make_instance, run, solve_arrays  # noqa: E402
+from memsolve.solver import make_instance, native, run, solve_arrays  # noqa: E402
 from memsolve.solver.cpsat import solve_cpsat  # noqa: E402
 from memsolve.solver.dp import MAX_CELLS, solve_dp  # noqa: E402
 
@@ -69,7 +69,7 @@ def measure(kind: str, n: int, args: argparse.Namespace) -> tuple[list[str], boo
     t_dp, dp = best_of(args.repeat, lambda: solve_arrays(tokens, utility, budget, engine="dp",
                                                           time_limit_s=args.time_limit))
     numpy_cell = "-"
-    if kernel.enabled() and n <= args.numpy_max_n:  # the same engine without the compiled kernel
+    if native.enabled() and n <= args.numpy_max_n:  # the same engine without the compiled kernel
         os.environ["MEMSOLVE_KERNEL"] = "numpy"
         try:
             t_np, sol = best_of(args.repeat, lambda: solve_arrays(tokens, utility, budget, engine="dp",

@@ -23,11 +23,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from memsolve.state import StateStore  # noqa: E402
+from memsolve.rounds.state import StateStore  # noqa: E402
 
 LOOP = """
 import sys, memsolve
-from memsolve.state import StateStore
+from memsolve.rounds.state import StateStore
 p = memsolve.load_policy("policies/team-a.yaml")
 r = memsolve.load_records(p.records)
 s = StateStore(sys.argv[1])
