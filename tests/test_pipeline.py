@@ -84,12 +84,15 @@ def test_results_match_schema_and_cover_every_record_once(policy: str, records: 
     errors = list(validator("result").iter_errors(data))
     assert errors == []
     listed = [x["id"] for x in data["selected"] + data["dropped"] + data["excluded"]]
-    assert sorted(listed) == sorted(r.id for r in rs.records)
-    assert len(listed) == len(set(listed)) == data["records"]["count"]
+    view = [r for r in rs.records if p.tenant is None or r.tenant == p.tenant]
+    assert sorted(listed) == sorted(r.id for r in view)
+    # the partition: every record read is listed once, or counted as another tenant's
+    assert len(listed) == len(set(listed)) == data["records"]["count"] - data["other_tenants"]
+    assert data["other_tenants"] == len(rs.records) - len(view)
     for section in ("selected", "dropped", "excluded"):
         positions = [next(t["position"] for t in data["trace"] if t["id"] == x["id"]) for x in data[section]]
         assert positions == sorted(positions)  # input order
-    assert [t["position"] for t in data["trace"]] == list(range(len(rs.records)))
+    assert [t["position"] for t in data["trace"]] == [r.position for r in view]
     assert data["tokens_used"] <= data["budget"]["tokens"]
 
 
@@ -117,8 +120,9 @@ def test_team_a_trades_fidelity_for_budget_and_every_rule_excludes_something() -
     levels = {s.level for s in result.selected}
     assert {"raw", "summary"} <= levels  # some records are compressed to fit
     rules = {e.rule for e in result.excluded}
-    assert {"tenant", "stores", "max-age", "freshness", "version-authority", "latest-key"} <= rules
+    assert {"stores", "max-age", "freshness", "version-authority", "latest-key"} <= rules
     assert all(s.id.startswith("a-") for s in result.selected)
+    assert result.other_tenants == 11  # team-b's records and the untenanted one: counted, not listed
     assert result.tokens_used <= 700 and len(result.selected) <= 12
 
 

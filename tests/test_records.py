@@ -100,9 +100,17 @@ def test_non_utf8_bytes(tmp_path: Path) -> None:
     assert info.value.line == 2
 
 
-def test_mixed_time_kinds_is_a_file_error() -> None:
-    with pytest.raises(memsolve.InputError, match="mixed time kinds"):
-        memsolve.load_records([rec("a", timestamp=1), rec("b", timestamp="2026-11-30T00:00:00Z")])
+def test_mixed_time_kinds_in_one_view_is_an_input_error_at_the_record() -> None:
+    records = [rec("a", timestamp=1), rec("b", timestamp="2026-11-30T00:00:00Z")]
+    with pytest.raises(memsolve.InputError, match="mixed time kinds: this timestamp is rfc3339 but record 0") as err:
+        solve(make_policy("budget: {tokens: 5}\n"), records, now=1)
+    assert err.value.path == "[1].timestamp"
+
+
+def test_another_tenants_kind_of_time_does_not_touch_this_tenants_run() -> None:
+    records = [rec("a", timestamp=1, tenant="t1"), rec("b", timestamp="2026-11-30T00:00:00Z", tenant="t2")]
+    result = solve(make_policy("budget: {tokens: 5}\ntenant: t1\n"), records, now=1)
+    assert [s.id for s in result.selected] == ["a"] and result.other_tenants == 1
 
 
 def test_wrong_top_level_shape(tmp_path: Path) -> None:

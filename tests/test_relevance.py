@@ -94,7 +94,8 @@ def test_walkthrough_previous_sessions_and_tenants(cli) -> None:
     data = _run(cli, "--tenant", "team-a", *RECENT, *EPISODIC, "--set", "rules.sessions.include_previous=false")
     assert _excluded(data)["M3"] == "sessions"
     other = _run(cli, "--tenant", "team-b", *RECENT, *EPISODIC)
-    assert _excluded(other)["M3"] == "tenant" and _selected(other) == ["M7"]
+    assert "M3" not in json.dumps(other) and _selected(other) == ["M7"]  # team-a's M3 is only counted
+    assert other["other_tenants"] >= 1
 
 
 def test_greedy_engine_and_compare(cli) -> None:

@@ -151,7 +151,7 @@ def resolve_context(policy: Policy, records: RecordSet, context: Context | None)
 
     now_raw = everywhere("now", _normal_time(ctx.now), _normal_time(rc.now), _normal_time(policy.context.now),
                          "context", "now")
-    kind = records.time_kind
+    kind = records.view(tenant).time_kind()
     if now_raw is None:
         if kind == NUMBER:
             raise InputError(

@@ -96,6 +96,12 @@ def unknown(value: object, options: Iterable[str], what: str) -> str:
     return message + f"; expected one of {', '.join(f'`{o}`' for o in options)}"
 
 
+def shown(value: object, limit: int = 40) -> str:
+    """A user value for a message, cut to ``limit`` characters: errors never echo more of a file."""
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def not_finite(value: float) -> str:
     """The message for a NaN or an infinity (or an integer too large to be a count or a time)."""
     if isinstance(value, float) and math.isnan(value):

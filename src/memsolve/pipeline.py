@@ -1,6 +1,7 @@
 """The pipeline: one direction, one function per stage, typed values between them.
 
     context  Policy, RecordSet, Context      → ResolvedContext   (caller, records file, policy agree)
+    scope    RecordSet, tenant               → RecordSet         (the tenant's records; others only counted)
     admit    RecordSet, ResolvedContext      → RecordSet         (records this policy and moment refuse
                                                                   become InvalidRecord)
     rules    RecordSet                       → RecordVerdicts…   (every rule for every valid record)
@@ -32,7 +33,7 @@ from .solver import dp, engines
 from .solver.compile import Allocation, Compiled, compile_records
 from .tokens import counter
 
-STAGES = ("context", "admit", "rules", "compile", "solve", "check", "result")
+STAGES = ("context", "scope", "admit", "rules", "compile", "solve", "check", "result")
 
 T = TypeVar("T")
 
@@ -59,7 +60,7 @@ class Prepared:
     """Everything decided before the allocation: context, admission, verdicts, the instance."""
 
     ctx: ResolvedContext
-    admitted: RecordSet  # the input records, those refused at admission marked invalid
+    admitted: RecordSet  # the tenant's records, those refused at admission marked invalid
     verdicts: tuple[RecordVerdicts, ...]  # the valid records, in input order
     compiled: Compiled
     round_price: RoundPrice
@@ -80,6 +81,12 @@ class Run:
 
 
 # --- the stages -------------------------------------------------------------------------
+
+
+def scope(records: RecordSet, ctx: ResolvedContext) -> RecordSet:
+    """The records this run may see: the tenant's own (all, without a tenant); the rest are only
+    counted, so nothing about them reaches any output, and nothing is computed over them."""
+    return records.view(ctx.tenant)
 
 
 def admit(policy: Policy, records: RecordSet, ctx: ResolvedContext) -> RecordSet:
@@ -177,7 +184,7 @@ def result(
         policy_name=policy.name,
         policy_sha256=policy.sha256,
         records_sha256=records.sha256,
-        records_count=len(records.records),
+        records_count=prep.admitted.count,
         round=prep.round_price.round,
         now=ctx.now_output,
         budget=ctx.budget,
@@ -191,6 +198,7 @@ def result(
         selected=tuple(selected),
         dropped=tuple(dropped),
         excluded=tuple(excluded),
+        other_tenants=prep.admitted.other_tenants,
         trace=tuple(trace),
         compression=None if actions is None else compression_check(actions.original, actions.compressed),
     )
@@ -210,7 +218,8 @@ def prepare(
     """The stages up to the instance: context, admit, rules, compile."""
     clock = timings or Timings()
     ctx = clock.time("context", lambda: resolve_context(policy, records, context))
-    admitted = clock.time("admit", lambda: admit(policy, records, ctx))
+    view = clock.time("scope", lambda: scope(records, ctx))
+    admitted = clock.time("admit", lambda: admit(policy, view, ctx))
     verdicts = clock.time("rules", lambda: rules(policy, admitted, ctx, ceilings))
     rp = round_price or price_for(policy)
     per_token = rp.lam / ctx.budget if ctx.budget > 0 else 0.0

@@ -3,8 +3,12 @@
 A problem with one record (a negative token count, a NaN, a duplicate id) does not stop the
 load: the record is kept as an :class:`InvalidRecord` carrying its error, and the policy's
 ``on_invalid_record`` decides at solve time whether that fails the run or excludes the record.
-A problem with the file as a whole (unparseable, wrong top-level shape, mixed time kinds) is
-raised at once.
+A problem with the file as a whole (unparseable, wrong top-level shape) is raised at once.
+
+A record's identity is (tenant, id): the same id under two tenants is two records. A run for a
+tenant sees only that tenant's records (:meth:`RecordSet.view`); the others are counted, never
+described, and nothing about them (a duplicate, a bad value, another kind of time) can fail or
+change the tenant's run.
 """
 
 from __future__ import annotations
@@ -19,9 +23,9 @@ from typing import Any
 
 from . import schemas
 from .context import CONTEXT_FIELDS, Context
-from .errors import InputError, Location, not_finite
+from .errors import InputError, Location, not_finite, shown
 from .source import MAX_INTEGER, Document, find_non_finite, load_document
-from .timeutil import TimeValueError, parse_duration, parse_timestamp, time_kind
+from .timeutil import NUMBER, TimeValueError, parse_duration, parse_timestamp, time_kind
 
 # Larger token counts would overflow the solvers' 64-bit arithmetic once summed.
 MAX_TOKENS = 10**12
@@ -56,6 +60,7 @@ class Record:
     version: str | None = None
     document: str | None = None
     text: str | None = None
+    time_kind: str = "number"  # of its timestamp: "number" or "rfc3339"
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,7 @@ class InvalidRecord:
     id: str | None
     position: int
     error: InputError
+    tenant: str | None = None  # as written, when it is a string: whose input error this is
 
 
 AnyRecord = Record | InvalidRecord
@@ -85,9 +91,9 @@ class RecordSet:
     actions: ActionValues | None = None
     file: str | None = None
     sha256: str = ""
-    time_kind: str | None = None  # "number" or "rfc3339"; None when there are no timestamps
     source: Document | None = field(default=None, compare=False, repr=False)
     prefix: tuple[Any, ...] = ()  # path of the record list inside the file
+    other_tenants: int = 0  # records of other tenants left out of this view (counted, never described)
 
     @property
     def valid(self) -> list[Record]:
@@ -105,6 +111,34 @@ class RecordSet:
     def locate_field(self, position: int, *path: Any) -> Location:
         """Where a field of the record at ``position`` was written."""
         return self.locate(*self.prefix, position, *path)
+
+    def view(self, tenant: str | None) -> RecordSet:
+        """The records one tenant's run sees: all of them when no tenant is in force; else that
+        tenant's, the rest (other tenants', untenanted, unreadable) only counted."""
+        if tenant is None:
+            return self
+        mine = tuple(r for r in self.records if r.tenant == tenant)
+        return replace(self, records=mine, other_tenants=self.other_tenants + len(self.records) - len(mine))
+
+    @property
+    def count(self) -> int:
+        """Records read: this view's and the ones counted for other tenants."""
+        return len(self.records) + self.other_tenants
+
+    def time_kind(self) -> str | None:
+        """The one kind of time of the valid records ("number" or "rfc3339"; None without any);
+        a view that mixes kinds is an input error at the first record of the other kind."""
+        first: Record | None = None
+        for record in self.valid:
+            if first is None:
+                first = record
+            elif record.time_kind != first.time_kind:
+                raise InputError(
+                    f"mixed time kinds: this timestamp is {record.time_kind} but record {first.position} uses "
+                    f"{first.time_kind}; use plain numbers everywhere or RFC 3339 everywhere",
+                    self.locate_field(record.position, "timestamp"),
+                )
+        return None if first is None else first.time_kind
 
 
 def load_records(source: str | Path | Sequence[Any] | Mapping[str, Any]) -> RecordSet:
@@ -143,26 +177,27 @@ def _build(doc: Document, sha256: str) -> RecordSet:
 
     if len(items) > MAX_RECORDS:
         raise doc.error(prefix, f"{len(items):,} records, more than the limit of {MAX_RECORDS:,}")
-    kind = _time_kind(doc, items, prefix)
     records: list[AnyRecord] = []
-    seen: dict[str, int] = {}
+    seen: dict[tuple[str | None, str], int] = {}  # (tenant, id) → first position
     for position, item in enumerate(items):
         path = prefix + (position,)
         try:
-            record = _record(doc, item, position, path, kind)
+            record = _record(doc, item, position, path)
         except InputError as error:
             rid = item.get("id") if isinstance(item.get("id"), str) else None
-            records.append(InvalidRecord(rid, position, error))
+            tenant = item.get("tenant") if isinstance(item.get("tenant"), str) else None
+            records.append(InvalidRecord(rid, position, error, tenant))
             continue
-        if record.id in seen:
+        identity = (record.tenant, record.id)
+        if identity in seen:
             error = doc.error(
-                path + ("id",), f"duplicate record id `{record.id}` (first at position {seen[record.id]})"
+                path + ("id",), f"duplicate record id `{shown(record.id)}` (first at position {seen[identity]})"
             )
-            records.append(InvalidRecord(record.id, position, error))
+            records.append(InvalidRecord(record.id, position, error, record.tenant))
             continue
-        seen[record.id] = position
+        seen[identity] = position
         records.append(record)
-    return RecordSet(tuple(records), context, actions, doc.file, sha256, kind, doc, prefix)
+    return RecordSet(tuple(records), context, actions, doc.file, sha256, doc, prefix)
 
 
 def _actions(doc: Document, data: Mapping[str, Any]) -> ActionValues | None:
@@ -181,25 +216,7 @@ def _actions(doc: Document, data: Mapping[str, Any]) -> ActionValues | None:
     return ActionValues(tuple(map(float, original)), tuple(map(float, compressed)))
 
 
-def _time_kind(doc: Document, items: Sequence[Any], prefix: tuple[Any, ...]) -> str | None:
-    """The one time kind of the file; a file that mixes kinds is rejected whole."""
-    first: tuple[str, int] | None = None
-    for position, item in enumerate(items):
-        kind = time_kind(item.get("timestamp")) if isinstance(item, dict) else None
-        if kind is None:
-            continue
-        if first is None:
-            first = (kind, position)
-        elif kind != first[0]:
-            raise doc.error(
-                prefix + (position, "timestamp"),
-                f"mixed time kinds: this timestamp is {kind} but record {first[1]} uses {first[0]}; "
-                "use plain numbers everywhere or RFC 3339 everywhere",
-            )
-    return first[0] if first else None
-
-
-def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...], kind: str | None) -> Record:
+def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...]) -> Record:
     if not looks_valid(item):  # the fast path; jsonschema words the error (and is the authority)
         bad = find_non_finite(item, path)
         if bad is not None:
@@ -209,11 +226,12 @@ def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...], kind
         timestamp = parse_timestamp(item["timestamp"])
     except TimeValueError as exc:
         raise doc.error(path + ("timestamp",), str(exc)) from None
+    kind = time_kind(item["timestamp"]) or NUMBER
 
     ttl, ttl_given = None, "ttl" in item
     if item.get("ttl") is not None:
         try:
-            ttl = parse_duration(item["ttl"], kind or "number")
+            ttl = parse_duration(item["ttl"], kind)
         except TimeValueError as exc:
             raise doc.error(path + ("ttl",), str(exc)) from None
 
@@ -233,6 +251,7 @@ def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...], kind
         version=item.get("version"),
         document=item.get("document"),
         text=item.get("text"),
+        time_kind=kind,
     )
 
 

@@ -62,6 +62,8 @@ def result_table(result: Result, file: IO[str] | None = None) -> None:
             excluded.add_row(item.id or "-", item.rule, item.reason)
         console.print(excluded)
 
+    if result.other_tenants:
+        console.print(f"other tenants {result.other_tenants} records (counted, not shown)")
     budget = f"{result.tokens_used} / {result.budget} tokens"
     if result.max_records is not None:
         budget += f", {len(result.selected)} / {result.max_records} records"

@@ -212,6 +212,7 @@ class Result:
     selected: tuple[Chosen, ...]
     dropped: tuple[Dropped, ...]
     excluded: tuple[Excluded, ...]
+    other_tenants: int  # records of other tenants: counted, never described
     trace: tuple[TraceEntry, ...]
     compression: Compression | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)  # further sections: ``state`` in a stateful round
@@ -232,6 +233,7 @@ class Result:
             "selected": [c.to_dict() for c in self.selected],
             "dropped": [d.to_dict() for d in self.dropped],
             "excluded": [e.to_dict() for e in self.excluded],
+            "other_tenants": self.other_tenants,
             "trace": [t.to_dict() for t in self.trace],
         }
         if self.compression is not None:

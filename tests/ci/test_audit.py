@@ -49,12 +49,12 @@ def test_write_baseline_never_overwrites_silently(cli, tmp_path: Path) -> None:
         "reason": "authority bound to v2, current of `design-doc` is v3"}
 
 
-def test_invariants_catch_a_broken_rule(cli, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The tenant rule broken behind the pipeline's back (every record passes it): the
-    invariants, which check the result and not the verdicts, report the leak."""
+def test_invariants_catch_a_broken_isolation(cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tenant isolation broken behind the pipeline's back (the scope stage lets every record in
+    and every record passes the tenant rule): the invariants, which re-read the records file
+    rather than trusting the run, report the leak without naming the other tenant's records."""
     from memsolve import pipeline
     from memsolve.policies.verdicts import Verdict
-
     real = pipeline.evaluate
     broken = Verdict("tenant", True, "broken", {})
     replaced = []
@@ -68,11 +68,13 @@ def test_invariants_catch_a_broken_rule(cli, monkeypatch: pytest.MonkeyPatch) ->
         return out
 
     monkeypatch.setattr(pipeline, "evaluate", no_isolation)
+    monkeypatch.setattr(pipeline, "scope", lambda records, ctx: records)  # the run sees every record
     result = cli("audit", "--policy", "policies/team-a.yaml", "--baseline", "audits/team-a.json", "--format", "json")
     assert replaced, "the wrapper never ran, or team-a excludes no record by tenant"
     assert result.exit_code == 1
-    codes = {f["code"] for f in json.loads(result.stdout)["findings"] if not f["passed"]}
-    assert "invariant-tenant" in codes
+    failing = [f for f in json.loads(result.stdout)["findings"] if not f["passed"]]
+    tenant = [f for f in failing if f["code"] == "invariant-tenant"]
+    assert tenant and "b-" not in json.dumps(tenant) and "untenanted" not in json.dumps(tenant)
 
 
 def test_audit_needs_a_baseline_option(cli) -> None:

@@ -60,11 +60,27 @@ def test_max_age_is_inclusive() -> None:
 # --- tenant -----------------------------------------------------------------------------
 
 
-def test_tenant_fails_closed_and_isolates() -> None:
+def test_tenant_isolates_other_tenants_are_only_counted() -> None:
     policy = make_policy(BUDGET + "tenant: a\n")
     result = solve(policy, [rec("mine", tenant="a"), rec("theirs", tenant="b"), rec("nobody")], now=1)
-    assert outcome(result) == {"mine": "raw", "theirs": "tenant", "nobody": "tenant"}
-    assert "fail closed" in verdicts(result, "nobody")["tenant"].reason
+    assert outcome(result) == {"mine": "raw"}
+    assert result.other_tenants == 2 and result.records_count == 3
+    assert "belongs to tenant `a`" in verdicts(result, "mine")["tenant"].reason
+    text = result.to_json()
+    assert "theirs" not in text and "nobody" not in text
+
+
+def test_the_tenant_rule_fails_closed_when_called_directly() -> None:
+    """The scope stage keeps other tenants' records out of a run; the rule itself still fails
+    closed for a caller that hands it records of another tenant or of none."""
+    from memsolve.context import resolve_context
+    from memsolve.policies.rules import evaluate
+
+    policy = make_policy(BUDGET + "tenant: a\n")
+    records = memsolve.load_records([rec("theirs", tenant="b"), rec("nobody")])
+    judged = evaluate(policy, records.valid, resolve_context(policy, records, memsolve.Context(now=1)))
+    reasons = {v.record.id: v.deciding.reason for v in judged if v.deciding is not None}
+    assert reasons == {"theirs": "belongs to tenant `b`, not `a`", "nobody": "record has no tenant (fail closed)"}
 
 
 def test_tenant_not_configured_passes_and_says_so() -> None:
@@ -186,11 +202,11 @@ def test_every_rule_is_evaluated_and_the_first_failure_decides() -> None:
         BUDGET + "tenant: a\n",
         rules="- max_age: 5\n- freshness: {}\n- stores: {allow: [semantic]}\n",
     )
-    result = solve(policy, [rec("bad", tenant="b", timestamp=0, ttl=1, store="working")], now=10)
+    result = solve(policy, [rec("bad", tenant="a", timestamp=0, ttl=1, store="working")], now=10)
     entry = result.entry("bad")
     assert [(r.rule, r.passed) for r in entry.rules] == [
-        ("tenant", False), ("max-age", False), ("freshness", False), ("stores", False)]
-    assert result.excluded[0].rule == "tenant"
+        ("tenant", True), ("max-age", False), ("freshness", False), ("stores", False)]
+    assert result.excluded[0].rule == "max-age"
 
 
 def test_custom_rule_ids_name_the_rule_in_traces() -> None:

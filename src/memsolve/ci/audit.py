@@ -77,13 +77,18 @@ def _rule_location(policy: Policy, rule_id: str | None) -> Location:
 def invariants(policy: Policy, records: RecordSet, context: Context | None, result: Result) -> list[Finding]:
     """The safety invariants, re-derived from the records; a finding per invariant."""
     ctx = resolve_context(policy, records, context)
-    by_id = {r.id: r for r in records.valid}
-    selected = [(by_id[s.id], s) for s in result.selected]
-    kept = [by_id[s.id] for s in result.selected] + [by_id[d.id] for d in result.dropped]
+    # the tenant's records, read from the input itself (not from the run's own view)
+    mine: dict[str, Record] = {}
+    for record in records.valid:
+        if ctx.tenant is None or record.tenant == ctx.tenant:
+            mine.setdefault(record.id, record)
+    kept_ids = [s.id for s in result.selected] + [d.id for d in result.dropped]
+    selected = [(mine[s.id], s) for s in result.selected if s.id in mine]
     checks: list[tuple[str, str, list[str]]] = []
 
     if ctx.tenant is not None:
-        bad = [r.id for r in kept if r.tenant != ctx.tenant]
+        # an id the tenant has no record for was taken from another tenant (its id is not shown)
+        bad = ["a record outside the tenant" for rid in kept_ids if rid not in mine]
         checks.append(("invariant-tenant", f"only tenant `{ctx.tenant}` records are considered", bad))
     stale = []
     for record, _ in selected:

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import pipeline
 from ..context import Context
-from ..errors import InputError
+from ..errors import InputError, shown
 from ..policies.model import Policy
 from ..records import RecordSet
 from ..result import TraceEntry
@@ -57,9 +57,8 @@ def explain(policy: Policy, records: RecordSet, record_id: str, context: Context
     """Why ``record_id`` got its outcome, and the thresholds that would change it."""
     done = pipeline.run(policy, records, context)
     entry = done.result.entry(record_id)
-    if entry is None:
-        known = ", ".join(t.id or "?" for t in done.result.trace[:8])
-        raise InputError(f"no record `{record_id}` in the records (first ids: {known})")
+    if entry is None:  # the same answer for an id of another tenant: it is not in this tenant's records
+        raise InputError(f"no record `{shown(record_id)}` in the records")
     allocation = entry.allocation
     if allocation is None:
         rule = next(r for r in entry.rules if not r.passed)

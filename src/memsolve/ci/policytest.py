@@ -14,6 +14,7 @@
           a-approval-v2: {outcome: excluded, rule: version-authority}
           a-approval-v3: {outcome: selected}
           a-db-arch: {outcome: selected, level: summary}
+          b-approval-v5: {outcome: absent}  # another tenant's: not in this tenant's view
 
 Only the records named are checked (a subset); a case passes when every named record's outcome
 (and the level or rule, where given) matches.
@@ -82,6 +83,10 @@ def run_file(path: Path) -> list[Finding]:
         problems = []
         for rid, want in case.expect.items():
             have = got.get(rid)
+            if want["outcome"] == "absent":  # not in the tenant's view: another tenant's, or no such id
+                if have is not None:
+                    problems.append(f"`{rid}`: expected outcome `absent`, got `{have['outcome']}`")
+                continue
             if have is None:
                 problems.append(f"`{rid}`: no such record")
                 continue
@@ -139,9 +144,9 @@ def _cases(doc: Document, data: Mapping[str, Any]) -> list[Case]:
             raise doc.error(path + ("expect",), "expected `expect:` record id -> {outcome, level, rule}")
         for rid, want in expect.items():
             if not isinstance(want, dict) or not set(want) <= set(_EXPECT_FIELDS) or "outcome" not in want:
-                raise doc.error(path + ("expect", rid), "expected {outcome: selected|dropped|excluded, level?, rule?}")
-            if want["outcome"] not in ("selected", "dropped", "excluded"):
-                raise doc.error(path + ("expect", rid, "outcome"), "expected selected, dropped or excluded")
+                raise doc.error(path + ("expect", rid), "expected {outcome: selected|dropped|excluded|absent, level?, rule?}")
+            if want["outcome"] not in ("selected", "dropped", "excluded", "absent"):
+                raise doc.error(path + ("expect", rid, "outcome"), "expected selected, dropped, excluded or absent")
         out.append(Case(case["name"], dict(case.get("context") or {}), expect, doc.locate(path)))
     return out
 

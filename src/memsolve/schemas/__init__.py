@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 from jsonschema import Draft202012Validator
 
-from ..errors import InputError, unknown
+from ..errors import InputError, shown, unknown
 from ..source import Document
 
 
@@ -96,8 +96,7 @@ def _shown(value: Any) -> str:
         return "a mapping" if isinstance(value, dict) else "a list"
     if value is None:
         return "null"
-    text = str(value)
-    return f"`{text if len(text) <= 40 else text[:37] + '...'}`"
+    return f"`{shown(value)}`"
 
 
 def check(
