@@ -148,18 +148,19 @@ def result(
     verdicts_at = {v.record.position: v for v in prep.verdicts}
     allocation_at = {a.record.position: a for a in allocations}
     selected, dropped, excluded, trace = [], [], [], []
-    for item in prep.admitted.records:
+    # positions count the tenant's records only: a trace must not reveal where other tenants' sit
+    for position, item in enumerate(prep.admitted.records):
         if isinstance(item, InvalidRecord):
             reason = item.error.message
-            excluded.append(Excluded(item.id, "invalid", reason, item.position))
+            excluded.append(Excluded(item.id, "invalid", reason, position))
             evidence = {"location": item.error.location.render(), "path": item.error.path}
-            trace.append(TraceEntry(item.id, item.position, "excluded", (Verdict("invalid", False, reason, evidence),)))
+            trace.append(TraceEntry(item.id, position, "excluded", (Verdict("invalid", False, reason, evidence),)))
             continue
         judged = verdicts_at[item.position]
         deciding = judged.deciding
         if deciding is not None:
-            excluded.append(Excluded(item.id, deciding.rule, deciding.reason, item.position))
-            trace.append(TraceEntry(item.id, item.position, "excluded", judged.verdicts))
+            excluded.append(Excluded(item.id, deciding.rule, deciding.reason, position))
+            trace.append(TraceEntry(item.id, position, "excluded", judged.verdicts))
             continue
         allocation = allocation_at[item.position]
         if allocation.selected:
@@ -168,7 +169,7 @@ def result(
             assert allocation.drop_reason is not None
             dropped.append(Dropped(item.id, allocation.drop_reason))
         outcome_name = "selected" if allocation.selected else "dropped"
-        trace.append(TraceEntry(item.id, item.position, outcome_name, judged.verdicts, allocation))
+        trace.append(TraceEntry(item.id, position, outcome_name, judged.verdicts, allocation))
 
     solution = outcome.solution
     greedy_report = None

@@ -178,7 +178,7 @@ def _build(doc: Document, sha256: str) -> RecordSet:
     if len(items) > MAX_RECORDS:
         raise doc.error(prefix, f"{len(items):,} records, more than the limit of {MAX_RECORDS:,}")
     records: list[AnyRecord] = []
-    seen: dict[tuple[str | None, str], int] = {}  # (tenant, id) → first position
+    seen: set[tuple[str | None, str]] = set()  # (tenant, id)
     for position, item in enumerate(items):
         path = prefix + (position,)
         try:
@@ -190,12 +190,11 @@ def _build(doc: Document, sha256: str) -> RecordSet:
             continue
         identity = (record.tenant, record.id)
         if identity in seen:
-            error = doc.error(
-                path + ("id",), f"duplicate record id `{shown(record.id)}` (first at position {seen[identity]})"
-            )
+            error = doc.error(path + ("id",), f"duplicate record id `{shown(record.id)}`: an earlier record "
+                              "of the same tenant has it")
             records.append(InvalidRecord(record.id, position, error, record.tenant))
             continue
-        seen[identity] = position
+        seen.add(identity)
         records.append(record)
     return RecordSet(tuple(records), context, actions, doc.file, sha256, doc, prefix)
 

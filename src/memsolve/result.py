@@ -78,7 +78,7 @@ class Excluded:
     id: str | None
     rule: str
     reason: str
-    position: int = field(default=-1, compare=False)  # input order; names records without an id
+    position: int = field(default=-1, compare=False)  # among the tenant's records; names records without an id
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "rule": self.rule, "reason": self.reason}
@@ -89,7 +89,7 @@ class TraceEntry:
     """Everything decided about one record, in input order."""
 
     id: str | None
-    position: int
+    position: int  # input order among the records of this run's tenant (0, 1, ...)
     outcome: str  # selected, dropped or excluded
     rules: tuple[Verdict, ...]
     allocation: Allocation | None = None  # eligible records: the level chosen, the levels offered

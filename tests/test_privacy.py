@@ -1,0 +1,154 @@
+"""Tenant privacy (DESIGN §9): a tenant's output is the same whatever other tenants' records the
+input holds. Property: for random multi-tenant record sets, team A's result JSON, table and
+explanations are byte-identical to those of A's records alone, except ``other_tenants`` and the
+``records`` block (hash and count of the whole input)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import memsolve
+from memsolve.ci.explain import explain, render_text
+from memsolve.render import capture, result_table
+
+from .conftest import make_policy
+
+POLICY = make_policy(
+    """tenant: A
+budget: {tokens: 30, max_records: 4}
+context: {now: 100, query: "database timeout deploy"}
+on_invalid_record: exclude
+""",
+    name="privacy",
+    rules="""- stores: {allow: [semantic, episodic]}
+- max_age: 80
+- freshness: {default_ttl: 50}
+- latest_key: {}
+- version_authority: {current_version: v2}
+- relevance: {recency_weight: 0.3, half_life: 20}
+""",
+)
+WORDS = ["database", "timeout", "deploy", "cache", "rollback", "latency", "owner", "pager", "ticket", "plan"]
+
+
+def _text(draw: st.DrawFn) -> str:
+    return " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6)))
+
+
+@st.composite
+def own_record(draw: st.DrawFn, index: int) -> dict:
+    record = {"id": f"a{index}", "tenant": "A", "timestamp": draw(st.integers(0, 100)),
+              "store": draw(st.sampled_from(["semantic", "episodic", "working"])), "text": _text(draw),
+              "tokens": draw(st.integers(1, 15)), "utility": draw(st.sampled_from([0.5, 1.0, 2.0, 3.5, 7.0]))}
+    if draw(st.booleans()):
+        record["key"] = draw(st.sampled_from(["k1", "k2"]))
+    if draw(st.booleans()):
+        record["authority"], record["version"] = True, draw(st.sampled_from(["v1", "v2"]))
+    return record
+
+
+@st.composite
+def foreign_record(draw: st.DrawFn) -> dict:
+    """Another tenant's record, an untenanted or unreadable one, well-formed or hostile: same ids
+    as A's, A's words, other kinds of time, future times, bad values, unknown stores."""
+    record: dict = {"id": draw(st.sampled_from(["a0", "a1", "b0", "b1", "x"])), "timestamp": draw(st.integers(0, 100)),
+                    "text": _text(draw), "tokens": draw(st.integers(1, 15)), "utility": 5.0,
+                    "store": draw(st.sampled_from(["semantic", "episodic", "nowhere"]))}
+    tenant = draw(st.sampled_from(["B", "C", None, 7, "a"]))
+    if tenant is not None:
+        record["tenant"] = tenant
+    hostility = draw(st.sampled_from(["none", "negative", "rfc3339", "future", "bad-time", "key", "nan-ish"]))
+    if hostility == "negative":
+        record["tokens"] = -1
+    elif hostility == "rfc3339":
+        record["timestamp"] = "2026-11-30T09:00:00Z"
+    elif hostility == "future":
+        record["timestamp"] = 10_000
+    elif hostility == "bad-time":
+        record["timestamp"] = "yesterday"
+    elif hostility == "key":
+        record["key"] = "k1"  # A's key: must not supersede A's records
+    elif hostility == "nan-ish":
+        record["utility"] = -3
+    return record
+
+
+@st.composite
+def mixed(draw: st.DrawFn) -> tuple[list[dict], list[dict]]:
+    count = draw(st.integers(1, 6))
+    own = [draw(own_record(i)) for i in range(count)]
+    foreign = draw(st.lists(foreign_record(), max_size=8))
+    merged = list(own)
+    for record in foreign:  # anywhere: before, between and after A's records
+        merged.insert(draw(st.integers(0, len(merged))), record)
+    return own, merged
+
+
+def _normal(text: str) -> str:
+    text = re.sub(r'"records": \{[^}]*\}', '"records": {}', text)
+    text = re.sub(r'"other_tenants": \d+', '"other_tenants": 0', text)
+    return re.sub(r"other tenants \d+ records \(counted, not shown\)\n", "", text)
+
+
+def _outputs(records: list[dict]) -> dict[str, str]:
+    loaded = memsolve.load_records(records)
+    result = memsolve.solve(POLICY, loaded)
+    out = {"json": result.to_json(), "table": capture(result_table, result)}
+    for rid in ("a0", "a1"):
+        try:
+            out[f"explain {rid}"] = json.dumps(explain(POLICY, loaded, rid).to_dict()) + render_text(
+                explain(POLICY, loaded, rid))
+        except memsolve.InputError as error:
+            out[f"explain {rid}"] = error.render()
+    return {name: _normal(text) for name, text in out.items()}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mixed())
+def test_a_tenants_output_ignores_every_other_tenants_records(case: tuple[list[dict], list[dict]]) -> None:
+    own, merged = case
+    alone, together = _outputs(own), _outputs(merged)
+    assert together == alone
+    # ids only other tenants use (a0 and a1 are asked for by explain, so they may be echoed)
+    foreign_ids = {r["id"] for r in merged if r.get("tenant") != "A"} - {r["id"] for r in own} - {"a0", "a1"}
+    for text in together.values():
+        for rid in foreign_ids:
+            assert f'"{rid}"' not in text and f"`{rid}`" not in text
+
+
+def test_the_partition_counts_every_record_read() -> None:
+    records = [{"id": "a0", "tenant": "A", "timestamp": 1, "tokens": 2, "utility": 1.0},
+               {"id": "a0", "tenant": "B", "timestamp": 1, "tokens": 2, "utility": 1.0},
+               {"id": "z", "timestamp": 1, "tokens": -1}]
+    result = memsolve.solve(POLICY, memsolve.load_records(records))
+    listed = len(result.selected) + len(result.dropped) + len(result.excluded)
+    assert (listed, result.other_tenants, result.records_count) == (1, 2, 3)
+
+
+def test_explaining_another_tenants_id_answers_as_for_no_such_id() -> None:
+    records = memsolve.load_records([{"id": "a0", "tenant": "A", "timestamp": 1, "tokens": 2, "utility": 1.0},
+                                     {"id": "theirs", "tenant": "B", "timestamp": 1, "tokens": 2, "utility": 1.0}])
+    messages = []
+    for rid in ("theirs", "nothing"):
+        with pytest.raises(memsolve.InputError) as err:
+            explain(POLICY, records, rid)
+        messages.append(err.value.render().replace(rid, "ID"))
+    assert messages[0] == messages[1] and "a0" not in messages[0]
+
+
+def test_another_tenants_duplicate_or_malformed_record_never_fails_this_run() -> None:
+    strict = make_policy("tenant: A\nbudget: {tokens: 10}\ncontext: {now: 5}\n", name="strict")  # errors fail runs
+    records = [{"id": "x", "tenant": "B", "timestamp": 1, "tokens": 1, "utility": 1.0},
+               {"id": "x", "tenant": "A", "timestamp": 1, "tokens": 1, "utility": 1.0},
+               {"id": "x", "tenant": "B", "timestamp": 1, "tokens": 1, "utility": 1.0},  # B's duplicate
+               {"id": "y", "tenant": "B", "timestamp": 99, "tokens": -4}]  # B's bad values and future time
+    result = memsolve.solve(strict, memsolve.load_records(records))
+    assert [s.id for s in result.selected] == ["x"] and result.other_tenants == 3
+    own_duplicate = records + [{"id": "x", "tenant": "A", "timestamp": 1, "tokens": 1, "utility": 1.0}]
+    with pytest.raises(memsolve.InputError, match="duplicate record id `x`"):
+        memsolve.solve(strict, memsolve.load_records(own_duplicate))
