@@ -247,7 +247,7 @@ def finish(
         rp, solution = prep.round_price, outcome.solution
         queue_after = next_queue(policy, rp.queue, solution.tokens_used, prep.ctx.budget)
         price = Price(rp.lam, prep.per_token, rp.queue, queue_after)
-        allocations = prep.compiled.invert(solution, outcome.reduction)
+        allocations = prep.compiled.invert(solution, outcome.reduction, job.scaled.scale)
         done = result(policy, records, prep, outcome, allocations, price)
         return allocations, replace(done, extra=dict(extra)) if extra else done
 

@@ -30,6 +30,9 @@ from .timeutil import NUMBER, TimeValueError, parse_duration, parse_timestamp, t
 # Larger token counts would overflow the solvers' 64-bit arithmetic once summed.
 MAX_TOKENS = 10**12
 DELETE = "delete"  # the level every record has implicitly: not kept (0 tokens, 0 utility)
+# Larger utilities would overflow a sum over a million records and leave no resolution for the
+# others once scaled to integers (README, "Numbers"); the schema states the same bound.
+MAX_UTILITY = 1e15
 
 
 @dataclass(frozen=True)
@@ -293,7 +296,7 @@ def looks_valid(item: Any) -> bool:
     if "tokens" in item and not _count(item["tokens"]):
         return False
     for name in ("decision_value", "utility"):
-        if name in item and not (_number(item[name]) and item[name] >= 0):
+        if name in item and not _utility(item[name]):
             return False
     if "decision_value" in item and "utility" in item:
         return False
@@ -308,11 +311,15 @@ def looks_valid(item: Any) -> bool:
                 return False
             if "tokens" in level and not _count(level["tokens"]):
                 return False
-            if "utility" in level and not (_number(level["utility"]) and level["utility"] >= 0):
+            if "utility" in level and not _utility(level["utility"]):
                 return False
             if "text" in level and not isinstance(level["text"], str):
                 return False
     return True
+
+
+def _utility(value: Any) -> bool:
+    return _number(value) and 0 <= value <= MAX_UTILITY
 
 
 def _count(value: Any) -> bool:

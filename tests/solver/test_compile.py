@@ -26,3 +26,28 @@ def test_levels_follow_the_policy_fidelity_order() -> None:
     result = solve(policy, records, now=0)
     assert result.selected[0].level == "summary"
     assert [o.level for o in result.entry("a").allocation.offered] == ["summary", "raw"]
+
+
+def test_values_below_the_resolution_say_so_and_larger_ones_enter() -> None:
+    records = [{"id": "tiny", "timestamp": 0, "tokens": 1, "utility": 1e-7},
+               {"id": "small", "timestamp": 0, "tokens": 1, "utility": 1e-5},
+               {"id": "one", "timestamp": 0, "tokens": 1, "utility": 1.0}]
+    result = solve(make_policy("budget: {tokens: 10}\n"), records, now=0)
+    assert [s.id for s in result.selected] == ["small", "one"]  # free budget: every value above it enters
+    (dropped,) = result.dropped
+    assert dropped.id == "tiny" and "below the solver's resolution of 5e-07" in dropped.reason
+
+
+def test_utilities_at_the_documented_maximum_solve_and_above_it_are_refused() -> None:
+    import pytest
+
+    import memsolve
+
+    many = [{"id": f"r{i}", "timestamp": 0, "tokens": 1, "utility": 1e15} for i in range(1000)]
+    result = solve(make_policy("budget: {tokens: 2000}\n"), many, now=0)
+    assert len(result.selected) == 1000 and result.objective == 1e18
+    with pytest.raises(memsolve.InputError, match=r"\[0\]\.utility: expected a number <= 1e\+?15"):
+        solve(make_policy("budget: {tokens: 5}\n"), [{"id": "x", "timestamp": 0, "tokens": 1, "utility": 1.7e308}],
+              now=0)
+    with pytest.raises(memsolve.InputError, match="utilities must be finite, >= 0 and <= 1e"):
+        memsolve.solve_arrays([[1]], [[1e300]], 5)

@@ -63,7 +63,9 @@ def describe(error: jsonschema.ValidationError) -> tuple[tuple[Any, ...], str]:
         return path, f"expected {_types(error.validator_value)}, got {_shown(instance)}"
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         ops = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
-        return path, f"expected a number {ops[kind]} {error.validator_value}, got {_shown(instance)}"
+        bound = error.validator_value
+        bound = f"{bound:g}" if isinstance(bound, float) else bound  # 1e+15, not 1000000000000000.0
+        return path, f"expected a number {ops[kind]} {bound}, got {_shown(instance)}"
     if kind == "const":
         return path, f"expected `{error.validator_value}`, got {_shown(instance)}"
     if kind == "enum":

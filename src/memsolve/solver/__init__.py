@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..records import MAX_UTILITY
 from .dp import MAX_CELLS, frontier, solve_dp
 from .engines import ENGINES, CrossCheck, Outcome, run
 from .instance import Instance, Solution, scale
@@ -49,8 +50,8 @@ def make_instance(
     offered_t, offered_u = (t, u) if mask is None else (t[m], u[m])  # no copies without a mask
     if (offered_t < 0).any():
         raise InputError("tokens must be >= 0")
-    if not np.isfinite(offered_u).all() or (offered_u < 0).any():
-        raise InputError("utilities must be finite and >= 0")
+    if not np.isfinite(offered_u).all() or (offered_u < 0).any() or (offered_u > MAX_UTILITY).any():
+        raise InputError(f"utilities must be finite, >= 0 and <= {MAX_UTILITY:g}")
     if isinstance(budget, bool) or int(budget) != budget or budget < 0:
         raise InputError(f"budget must be an integer >= 0, got {budget!r}")
     if not np.isfinite(price) or price < 0:

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..policies.verdicts import number
 from ..records import DELETE, Record
-from .instance import Instance, Solution
+from .instance import MAX_SCALE, Instance, Solution
 from .reduce import Reduction
 
 
@@ -102,9 +102,11 @@ class Compiled:
     derived: Mapping[int, Derived]  # by row
     scores: np.ndarray | None  # relevance scores per row, for the greedy ranking
 
-    def invert(self, solution: Solution, reduction: Reduction | None) -> tuple[Allocation, ...]:
+    def invert(self, solution: Solution, reduction: Reduction | None, scale: float = MAX_SCALE) -> tuple[Allocation, ...]:
         """One allocation per row, in row order: the chosen level, the offer, and why a record
-        was dropped (each reason computed once per record: linear in the number of records)."""
+        was dropped (each reason computed once per record: linear in the number of records).
+        ``scale`` is the one the engines solved at (:func:`.instance.scale`): values below
+        1/(2·scale) count as nothing, and a record dropped for that says so."""
         inst = self.instance
         tokens, utility, mask = inst.tokens.tolist(), inst.utility.tolist(), inst.mask.tolist()
         net = inst.net().tolist()
@@ -123,20 +125,26 @@ class Compiled:
                 level, size, value, reason = self.levels[j], tokens[row][j], utility[row][j], None
             else:
                 level, size, value = DELETE, 0, 0.0
-                reason = _drop_reason(inst, tokens[row], mask[row], net[row], full)
+                reason = _drop_reason(inst, tokens[row], mask[row], net[row], full, scale)
             out.append(Allocation(record, row, level, size, value, offered, decided, reason,
                                   self.repairs.get(row, ()), self.derived.get(row)))
         return tuple(out)
 
 
-def _drop_reason(inst: Instance, tokens: list[int], mask: list[bool], net: list[float], full: bool) -> str:
+def _drop_reason(
+    inst: Instance, tokens: list[int], mask: list[bool], net: list[float], full: bool, scale: float
+) -> str:
     fits = [m and t <= inst.budget for t, m in zip(tokens, mask, strict=True)]
     if not any(mask):
         return "no representation offered"
     if not any(fits):
         return f"no level fits the budget of {inst.budget} tokens"
-    if not any(f and v > 0 for f, v in zip(fits, net, strict=True)):
+    best = max(v for f, v in zip(fits, net, strict=True) if f)
+    if best <= 0:
         return f"no level is worth its price ({number(inst.price)} per token)"
+    if best * scale <= 0.5:  # rounds to a scaled value of 0: worth nothing to the exact engines
+        return (f"worth {best:.3g}, below the solver's resolution of {0.5 / scale:.3g} at this instance's "
+                "scale (see README, Numbers)")
     if full:
         return f"not among the best {inst.max_records} records (count limit)"
     return "not worth its tokens within the budget"
