@@ -207,3 +207,14 @@ def test_jsonl_value_split_across_lines_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(memsolve.InputError) as info:
         memsolve.load_records(path)
     assert info.value.line == 1
+
+
+def test_a_records_path_at_a_system_file_never_echoes_its_contents(tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\nhunter2\n")
+    link = tmp_path / "records.yaml"
+    link.symlink_to(secret)
+    with pytest.raises(memsolve.InputError) as err:
+        memsolve.load_records(link)
+    assert "expected a list or a mapping, got a string" in err.value.message
+    assert "root" not in err.value.message and "hunter2" not in err.value.message

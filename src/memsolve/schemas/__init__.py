@@ -60,7 +60,10 @@ def describe(error: jsonschema.ValidationError) -> tuple[tuple[Any, ...], str]:
     if kind == "required":
         return path, error.message.replace("'", "`").replace("is a required property", "is required")
     if kind == "type":
-        return path, f"expected {_types(error.validator_value)}, got {_shown(instance)}"
+        # at the top of a file the "value" is the whole file (a wrong path can point anywhere):
+        # name its type only, never echo its contents
+        got = _shown(instance) if path else _type_of(instance)
+        return path, f"expected {_types(error.validator_value)}, got {got}"
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         ops = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
         bound = error.validator_value
@@ -79,7 +82,7 @@ def describe(error: jsonschema.ValidationError) -> tuple[tuple[Any, ...], str]:
             return describe(deepest)
         types = sorted({_types(e.validator_value) for e in error.context if e.validator == "type"})
         if types:
-            return path, f"expected {' or '.join(types)}, got {_shown(instance)}"
+            return path, f"expected {' or '.join(types)}, got {_shown(instance) if path else _type_of(instance)}"
     return path, error.message
 
 
@@ -89,6 +92,14 @@ def _types(value: Any) -> str:
     if isinstance(value, list):
         return " or ".join(names.get(v, v) for v in value)
     return names.get(value, str(value))
+
+
+def _type_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a string" if isinstance(value, str) else _shown(value)
 
 
 def _shown(value: Any) -> str:
