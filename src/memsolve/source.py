@@ -172,6 +172,18 @@ _StrictLoader.add_constructor(
 )
 
 
+def _construct_timestamp(loader: Any, node: yaml.ScalarNode) -> Any:
+    """A YAML timestamp; one that names no real instant (month 13, ``:60``) stays text, which the
+    time checks then refuse with their reason at the record (where one record can be excluded)."""
+    try:
+        return loader.construct_yaml_timestamp(node)
+    except (ValueError, OverflowError):
+        return loader.construct_scalar(node)
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
+
+
 def _parse_yaml(text: str, file: str) -> Document:
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
