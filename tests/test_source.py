@@ -3,6 +3,9 @@ is refused fast with one located error."""
 
 from __future__ import annotations
 
+import json
+import os
+import threading
 import time
 from pathlib import Path
 
@@ -77,3 +80,90 @@ def test_control_characters_in_yaml_are_one_line_errors(tmp_path: Path, cli) -> 
     result = cli("validate", path)
     assert result.exit_code == 2 and result.stderr.count("\n") == 1
     assert result.stderr == f"error: {path}:5:1: invalid YAML: character '\\x00' is not allowed\n"
+
+
+# --- files that are not regular files -----------------------------------------------------
+
+
+def _within(seconds: float, call):
+    """Run ``call`` in a thread; a regression that blocks fails the test instead of hanging the suite."""
+    out: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 - handed back to the test
+            out["error"] = exc
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still blocked after {seconds} s"
+    if "error" in out:
+        raise out["error"]  # type: ignore[misc]
+    return out.get("value")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_is_refused_at_once(tmp_path: Path, cli) -> None:
+    fifo = tmp_path / "r.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(memsolve.InputError, match=r"not a regular file \(a named pipe\)"):
+        _within(5, lambda: memsolve.load_records(fifo))
+    result = cli("--policy", "policies/team-a.yaml", "--records", fifo)  # CliRunner wants the main thread
+    assert result.exit_code == 2 and result.stderr == f"error: {fifo}: not a regular file (a named pipe)\n"
+    link = tmp_path / "p.yaml"
+    link.symlink_to(fifo)
+    with pytest.raises(memsolve.InputError, match="named pipe"):
+        _within(5, lambda: memsolve.load_policy(link))
+
+
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom", "/dev/null"])
+def test_devices_are_refused_even_behind_a_symlink(tmp_path: Path, device: str) -> None:
+    if not os.path.exists(device):
+        pytest.skip(f"no {device}")
+    with pytest.raises(memsolve.InputError, match=r"not a regular file \(a character device\)"):
+        _within(5, lambda: source.read_text(device))
+    link = tmp_path / "r.json"
+    link.symlink_to(device)
+    with pytest.raises(memsolve.InputError, match="not a regular file") as caught:
+        _within(5, lambda: memsolve.load_records(link))
+    assert caught.value.file == str(link)
+
+
+def test_a_folder_and_a_dangling_link(tmp_path: Path) -> None:
+    folder = tmp_path / "r.json"
+    folder.mkdir()
+    with pytest.raises(memsolve.InputError, match="is a directory"):
+        memsolve.load_records(folder)
+    dangling = tmp_path / "d.json"
+    dangling.symlink_to(tmp_path / "missing.json")
+    with pytest.raises(memsolve.InputError, match="file not found"):
+        memsolve.load_records(dangling)
+
+
+def test_a_file_larger_than_its_size_said_is_cut_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a file that grows between fstat and read: fstat says 10 bytes, the file has 5,000
+    path = write(tmp_path, "r.json", json.dumps([{"id": f"r{i}", "timestamp": 0, "tokens": 1} for i in range(200)]))
+    real = os.fstat
+
+    def small(fd: int) -> os.stat_result:
+        info = list(real(fd))
+        info[6] = 10  # st_size
+        return os.stat_result(info)
+
+    monkeypatch.setattr(os, "fstat", small)
+    monkeypatch.setattr(source, "MAX_FILE_BYTES", 1000)
+    with pytest.raises(memsolve.InputError, match="grew past the limit of 1,000 bytes"):
+        memsolve.load_records(path)
+    monkeypatch.setattr(source, "MAX_FILE_BYTES", 10**6)
+    assert len(memsolve.load_records(path).valid) == 200  # read whole although fstat said 10
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="no /proc")
+def test_files_reporting_size_zero_are_still_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    text, _ = source.read_text("/proc/self/status")  # a regular file of size 0 with content
+    assert "Name:" in text
+    monkeypatch.setattr(source, "MAX_FILE_BYTES", 20)
+    with pytest.raises(memsolve.InputError, match="grew past the limit of 20 bytes"):
+        source.read_text("/proc/self/status")

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,20 +85,49 @@ def format_of(path: str | Path) -> str:
     )
 
 
+_KINDS = (
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _not_regular(mode: int, file: str) -> InputError:
+    if stat.S_ISDIR(mode):
+        return InputError("is a directory, expected a file", Location(file))
+    kind = next((name for test, name in _KINDS if test(mode)), "not a file")
+    return InputError(f"not a regular file ({kind})", Location(file))
+
+
 def read_text(path: str | Path) -> tuple[str, bytes]:
-    """Read a file as UTF-8; undecodable bytes are an input error with their line."""
+    """Read a file as UTF-8; undecodable bytes are an input error with their line.
+
+    Only regular files (symlinks resolved): a FIFO would block forever and ``/dev/zero`` never
+    ends. The file is opened without blocking and checked on its descriptor, and at most
+    MAX_FILE_BYTES are read whatever its size said (it may grow while being read).
+    """
     file = str(path)
     try:
-        size = Path(path).stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise InputError(f"file is {size:,} bytes, more than the limit of {MAX_FILE_BYTES:,}", Location(file))
-        raw = Path(path).read_bytes()
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):  # refuse before opening: opening a device can have effects
+            raise _not_regular(mode, file)
+        # O_NONBLOCK: should a FIFO take the file's place meanwhile, opening it cannot block
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                     | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb", buffering=0) as handle:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise _not_regular(info.st_mode, file)
+            raw = _read_at_most(handle, info.st_size, MAX_FILE_BYTES, file)
     except FileNotFoundError:
         raise InputError("file not found", Location(file)) from None
     except IsADirectoryError:
         raise InputError("is a directory, expected a file", Location(file)) from None
     except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", Location(file)) from None
+        raise InputError(f"cannot read file: {exc.strerror or exc}", Location(file)) from None
+    except ValueError:  # a NUL in the path
+        raise InputError("cannot read file: the path holds a NUL character", Location(file)) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -108,6 +139,24 @@ def read_text(path: str | Path) -> tuple[str, bytes]:
     if text.startswith("\ufeff"):
         text = text[1:]
     return text, raw
+
+
+def _read_at_most(handle: Any, size: int, limit: int, file: str) -> bytes:
+    """The file's bytes, or an error as soon as there are more than ``limit``."""
+    if size > limit:
+        raise InputError(f"file is {size:,} bytes, more than the limit of {limit:,}", Location(file))
+    parts: list[bytes] = []
+    total, want = 0, size + 1  # one read for a file that keeps its size; +1 sees that it ends
+    while total <= limit:
+        chunk = handle.read(min(want, limit + 1 - total))
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+        want = 1 << 20
+    if total > limit:
+        raise InputError(f"file grew past the limit of {limit:,} bytes while being read", Location(file))
+    return b"".join(parts)
 
 
 def load_document(path: str | Path, fmt: str | None = None) -> tuple[Document, bytes]:
