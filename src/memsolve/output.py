@@ -1,9 +1,26 @@
 """Writing output files: atomically (a temporary file renamed into place), never silently
-replacing an existing file (``force`` to replace)."""
+replacing an existing file (``force`` to replace).
+
+What the rename may replace, and what it never touches:
+
+* a missing path is created; an existing regular file only with ``force`` (it keeps its mode);
+* a symbolic link is refused, with or without ``force``: replacing the link would silently cut
+  it, and writing through it (perhaps to a dangling target in another folder, planted by someone
+  else in a shared folder) is how symlink attacks work. Give the link's target path instead;
+* a folder, a FIFO, a device or a socket is refused (``--out /dev/null --force`` run as root
+  would otherwise replace the device node with a regular file).
+
+Any failure of the file system (permission denied, read-only file system, disk full) is an
+:class:`InputError` naming the path; the temporary file goes and the target is untouched.
+New files get the mode ``open()`` would give them: 0666 less the process umask (``mkstemp``
+alone gives 0600).
+"""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -11,22 +28,106 @@ from pathlib import Path
 from .errors import InputError, Location
 
 
+def _umask() -> int:
+    """The process umask; read from /proc where it can be (setting it, even briefly, races
+    with other threads creating files)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def _cannot_write(path: str, exc: OSError) -> InputError:
+    reason = exc.strerror or type(exc).__name__
+    return InputError(f"cannot write: {reason}; nothing was written", Location(path))
+
+
+def _existing_mode(target: Path, force: bool, shown: str) -> int | None:
+    """The mode of the regular file ``target`` replaces (None when there is none); refuses
+    links, folders and special files, and an existing file without ``force``."""
+    try:
+        info = target.lstat()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _cannot_write(shown, exc) from None
+    if stat.S_ISLNK(info.st_mode):
+        raise InputError("is a symbolic link; memsolve never writes through or replaces a link, even with "
+                         "--force: give the path of the link's target", Location(shown))
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError("is a folder, not a file", Location(shown))
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError("is not a regular file (a device, FIFO or socket); memsolve replaces only regular "
+                         "files", Location(shown))
+    if not force:
+        raise InputError("file exists; pass --force to replace it", Location(shown))
+    return stat.S_IMODE(info.st_mode)
+
+
+def _publish(tmp: str, target: Path, force: bool, shown: str) -> None:
+    """Rename ``tmp`` to ``target``. Without ``force`` a hard link makes the new name, which
+    fails if anything appeared at ``target`` since it was checked (no race replaces it)."""
+    if force:
+        os.replace(tmp, target)
+        return
+    try:
+        os.link(tmp, target)
+    except FileExistsError:
+        raise InputError("file exists; pass --force to replace it", Location(shown)) from None
+    except OSError as exc:
+        # file systems without hard links (FAT, some network shares): check, then rename
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EMLINK, errno.ENOSYS):
+            raise
+        if os.path.lexists(target):
+            raise InputError("file exists; pass --force to replace it", Location(shown)) from None
+        os.replace(tmp, target)
+
+
+def _sync_folder(directory: Path) -> None:
+    """Make the rename durable (best effort: not every platform can open a folder)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def write_atomic(path: str | Path, write: Callable[[str], None], *, force: bool = False, suffix: str = ".tmp") -> None:
     """Call ``write(temporary path)``, then rename the file to ``path``; on any failure the
     temporary file goes and ``path`` is untouched."""
+    shown = str(path)
+    if shown.endswith((os.sep, os.altsep or os.sep)):
+        raise InputError("names a folder (ends in a path separator), not a file", Location(shown))
     target = Path(path)
-    if target.exists() and not force:
-        raise InputError("file exists; pass --force to replace it", Location(str(path)))
+    mode = _existing_mode(target, force, shown)
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise InputError("folder does not exist", Location(str(directory)))
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=directory)
+    except OSError as exc:
+        raise _cannot_write(shown, exc) from None
     os.close(fd)
     try:
+        os.chmod(tmp, (0o666 & ~_umask()) if mode is None else mode)
         write(tmp)
-        os.replace(tmp, target)
+        _publish(tmp, target, force, shown)
+    except OSError as exc:
+        raise _cannot_write(shown, exc) from None
     finally:
         Path(tmp).unlink(missing_ok=True)
+    _sync_folder(directory)
 
 
 def write_text(path: str | Path, text: str, *, force: bool = False) -> None:

@@ -15,7 +15,17 @@ from ..errors import InputError
 from ..policies.load import load_policy
 from ..records import load_records
 from ..render import RESULT_FORMATS, capture, comparison_table, diff_tables
-from .common import EXIT_FAILED, EXIT_OK, Inputs, context_options, format_option, guarded, out_options, write_output
+from .common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    Inputs,
+    check_outputs,
+    context_options,
+    format_option,
+    guarded,
+    out_options,
+    write_output,
+)
 
 
 def _emit(findings: list[Finding], fmt: str, summary: str, out: str | None, force: bool) -> None:
@@ -34,6 +44,7 @@ def audit(inputs: Inputs, context: Context, baseline, write_baseline, fmt, out, 
     """Compare outcomes with a baseline (exit 1 on any change) and check the invariants."""
     if baseline is None and write_baseline is None:
         raise InputError("give --baseline FILE to compare, or --write-baseline FILE to store one")
+    check_outputs({"--out": out, "--write-baseline": write_baseline}, [("--baseline", baseline), *inputs.files()])
     policy, records = inputs.load()
     result = pipeline.solve(policy, records, context)
     if write_baseline:
@@ -71,6 +82,7 @@ def test_command(paths, fmt, out, force) -> None:
     """Run policy tests (YAML files of kind PolicyTest, or folders of them)."""
     from ..ci.policytest import find_test_files, run_file, summary
 
+    check_outputs({"--out": out}, [("a test path", path) for path in paths])
     files = find_test_files(list(paths))
     if not files:
         raise InputError(f"no policy test files under {', '.join(paths)}")
@@ -109,6 +121,7 @@ def check(policies, records_path, fmt, out, force) -> None:
     """Schema validation plus semantic lints with stable codes (MS000-MS008); exit 1 on errors."""
     from ..ci.lint import check_policy, summary
 
+    check_outputs({"--out": out}, [("--records", records_path), *(("a policy", path) for path in policies)])
     findings = []
     for path in policies:
         source = records_path

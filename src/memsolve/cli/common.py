@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import functools
 import gc
+import os
 import re
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import click
 
 from ..context import CONTEXT_FIELDS, Context
-from ..errors import InputError, MemsolveError, SolverError, StateError
+from ..errors import InputError, Location, MemsolveError, SolverError, StateError
 from ..output import write_text
 from ..policies.load import load_policy
 from ..policies.model import Policy
@@ -71,6 +72,25 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
                 gc.enable()
 
     return wrapper
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)  # hard links and links too
+    except OSError:  # one of them does not exist (yet)
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_outputs(outputs: dict[str, str | None], inputs: Iterable[tuple[str, str | None]] = ()) -> None:
+    """Refuse an output file that is also an input, or another output, of the same command, even
+    with --force: ``--out`` over ``--state`` would replace the stored state with a report."""
+    named = [(flag, path) for flag, path in outputs.items() if path]
+    others = [(flag, path) for flag, path in inputs if path]
+    for i, (flag, path) in enumerate(named):
+        for other, other_path in [*named[i + 1:], *others]:
+            if _same_file(path, other_path):
+                raise InputError(f"{flag} and {other} name the same file; memsolve never writes over its own input "
+                                 "or one output over another, even with --force", Location(path))
 
 
 def write_output(text: str, out: str | None, force: bool) -> None:
@@ -142,6 +162,10 @@ class Inputs:
     policy_path: str
     records_path: str | None
     overrides: tuple[str, ...] = ()
+
+    def files(self) -> list[tuple[str, str | None]]:
+        """The input files, by flag (for :func:`check_outputs`)."""
+        return [("--policy", self.policy_path), ("--records", self.records_path)]
 
     def load(self) -> tuple[Policy, RecordSet]:
         policy = load_policy(self.policy_path, self.overrides)

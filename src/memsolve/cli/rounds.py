@@ -11,7 +11,7 @@ from ..errors import InputError, StateError
 from ..policies.load import load_policy
 from ..render import capture, state_tables, trajectory_table
 from ..rounds.state import AgentKey, StateStore
-from .common import format_option, guarded, write_output
+from .common import check_outputs, format_option, guarded, write_output
 
 
 @click.group()
@@ -88,6 +88,7 @@ def state_reset(state_path, agent, policy_path, tenant, yes) -> None:
 @guarded
 def state_export(state_path, agent, out, force) -> None:
     """Every stored key as JSON."""
+    check_outputs({"--out": out}, [("--state", state_path)])
     write_output(json.dumps(_existing(state_path).export(agent), indent=2) + "\n", out, force)
 
 
@@ -105,6 +106,8 @@ def simulate(policy_path, rounds_files, agent, fmt, out, plot, force) -> None:
     """Run many rounds through the pricing queue (the same code path as --state) and report the trajectory."""
     from ..rounds.simulate import load_rounds, run_simulation, trajectory_csv, trajectory_json
 
+    check_outputs({"--out": out, "--plot": plot},
+                  [("--policy", policy_path), *(("--rounds-file", path) for path in rounds_files)])
     policy = load_policy(policy_path)
     batches = [batch for path in rounds_files for batch in load_rounds(path)]
     rows = run_simulation(policy, batches, agent=agent)

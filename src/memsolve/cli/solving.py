@@ -14,7 +14,16 @@ from ..policies.load import load_policy
 from ..render import RESULT_FORMATS, capture, frontier_table, result_table
 from ..rounds.state import StateStore
 from ..solver.engines import ENGINES
-from .common import EXIT_INPUT, EXIT_OK, Inputs, context_options, format_option, guarded, write_output
+from .common import (
+    EXIT_INPUT,
+    EXIT_OK,
+    Inputs,
+    check_outputs,
+    context_options,
+    format_option,
+    guarded,
+    write_output,
+)
 
 
 @click.command()
@@ -38,6 +47,7 @@ def solve(inputs: Inputs, context: Context, engine, fmt, out, force, strict, tim
         raise InputError("--state and --agent go together")
     if (refresh or dry_run) and state_path is None:
         raise InputError("--refresh and --dry-run need --state and --agent")
+    check_outputs({"--out": out}, [("--state", state_path), *inputs.files()])
     clock = pipeline.Timings()
     policy, records = clock.time("load", inputs.load)
     if state_path is None:
@@ -78,6 +88,7 @@ def validate(policies) -> None:
 @guarded
 def frontier(inputs: Inputs, context: Context, fmt, plot, force) -> None:
     """Best objective at every budget 0..B, as the breakpoints of the step curve."""
+    check_outputs({"--plot": plot}, inputs.files())
     policy, records = inputs.load()
     points = pipeline.frontier(policy, records, context)
     if plot:
