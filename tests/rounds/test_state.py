@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memsolve
+from memsolve.errors import StateError
 from memsolve.rounds.state import SCHEMA_VERSION, AgentKey, StateStore
 
 from ..conftest import ROOT, make_policy, rec
@@ -249,3 +250,129 @@ def test_stateful_results_match_the_result_schema(tmp_path: Path) -> None:
         data = json.loads(store.round(policy_, records, agent="a", refresh=refresh).to_json())
         assert list(validator("result").iter_errors(data)) == []
         assert data["state"]["refresh"] is refresh
+
+
+# --- damaged files: a StateError saying so, the file as it was, no lock or journal left ----
+
+SECRET = "tenant-b-secret-salary-figures"
+
+
+def _stored(tmp_path: Path) -> Path:
+    path = tmp_path / "s.db"
+    records = memsolve.load_records([{"id": f"m{i}", "timestamp": 0, "representations": levels(8, 5.0 + i)}
+                                     for i in range(3)])
+    for _ in range(2):
+        StateStore(path).round(policy(c=1.0, budget=10), records, agent="a")
+    return path
+
+
+def _edit(path: Path, sql: str) -> bytes:
+    conn = sqlite3.connect(path)
+    conn.execute(sql)
+    conn.commit()
+    conn.close()
+    return path.read_bytes()
+
+
+def _not_locked(path: Path) -> None:
+    """Nothing of the failed call holds the file: no open descriptor, no lock, no journal."""
+    if Path("/proc/self/fd").is_dir():
+        held = [fd for fd in Path("/proc/self/fd").iterdir() if str(fd.resolve()).startswith(str(path))]
+        assert held == []
+    conn = sqlite3.connect(path, timeout=0)
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute("ROLLBACK")
+    conn.close()
+    assert not Path(f"{path}-journal").exists()
+
+
+@pytest.mark.parametrize(("sql", "reason"), [
+    ("UPDATE agents SET queue = 'lots'", "an agent's round or queue is not a number"),
+    ("UPDATE agents SET round = 0", "an agent's round or queue is not a number"),
+    ("UPDATE agents SET round = x'0102'", "an agent's round or queue is not a number"),
+    ("UPDATE agents SET queue = 9e999", "an agent's round or queue is not a number"),
+    ("UPDATE ceilings SET level = x'07'", "a fidelity ceiling is damaged"),
+    ("UPDATE ceilings SET round = 'one'", "a fidelity ceiling is damaged"),
+    (f"UPDATE history SET levels = '{{\"{SECRET}\": ' WHERE round = 2", "a history row is damaged"),
+    (f"UPDATE history SET levels = '{{\"{SECRET}\": \"x\"}}'", "a history row is damaged"),
+    ("UPDATE history SET levels = '[1, 2]'", "a history row is damaged"),
+    ("UPDATE history SET objective = 'much'", "a history row is damaged"),
+    ("UPDATE history SET result_sha256 = x'00'", "a history row is damaged"),
+    (f"UPDATE history SET levels = CAST(x'7b22ff' || CAST('{SECRET}' AS BLOB) AS TEXT)",
+     "a stored text is not valid UTF-8"),
+    ("UPDATE agents SET agent = x'ff' WHERE agent = 'a'", "an agent's key is not text"),
+], ids=["queue-text", "round-zero", "round-blob", "queue-infinite", "ceiling-level-blob", "ceiling-round-text",
+        "levels-cut", "levels-text-values", "levels-list", "objective-text", "sha-blob", "levels-not-utf8",
+        "key-blob"])
+def test_damaged_values_are_refused_without_quoting_them(tmp_path: Path, sql: str, reason: str) -> None:
+    path = _stored(tmp_path)
+    before = _edit(path, sql)
+    store = StateStore(path)
+    calls = {
+        "round": lambda: store.round(policy(c=1.0, budget=10), memsolve.load_records([rec("x")]), agent="a"),
+        "load": lambda: store.load(AgentKey("test", "", "a")),
+        "export": lambda: store.export(),
+    }
+    for name, call in calls.items():
+        if "agent = x'ff'" in sql and name != "export":
+            continue  # the damaged key is not the one asked for: round and load never read it
+        with pytest.raises(StateError) as caught:
+            call()
+        assert str(caught.value) == f"{path}: state file is corrupt ({reason}); left untouched", name
+        assert SECRET not in str(caught.value)
+        assert path.read_bytes() == before
+        _not_locked(path)
+
+
+@pytest.mark.parametrize("value", ["'abc'", "x'00'", "''"])
+def test_a_damaged_schema_version_is_refused(tmp_path: Path, value: str) -> None:
+    path = _stored(tmp_path)
+    before = _edit(path, f"UPDATE memsolve_meta SET value = {value} WHERE key = 'schema_version'")
+    with pytest.raises(StateError, match="state schema version missing or invalid"):
+        StateStore(path).keys()
+    assert path.read_bytes() == before
+
+
+def test_a_schema_name_that_is_not_utf8_is_corrupt(tmp_path: Path) -> None:
+    # found by fuzzing: SQLite's own message quoted the damaged name and Python could not decode it
+    path = _stored(tmp_path)
+    data = path.read_bytes()
+    name = b"sqlite_autoindex_memsolve_meta_1"
+    at = data.index(name, 100)
+    damaged = data[:at + len(name) - 1] + b"\xaa" + data[at + len(name):]
+    path.write_bytes(damaged)
+    for call in (lambda s: s.keys(), lambda s: s.round(policy(), memsolve.load_records([rec("x")]), agent="a")):
+        with pytest.raises(StateError, match=r"state file is corrupt \(malformed database schema\); left untouched"):
+            call(StateStore(path))
+        assert path.read_bytes() == damaged
+        _not_locked(path)
+
+
+def test_a_corrupt_page_found_mid_round_rolls_back_and_releases_the_file(tmp_path: Path) -> None:
+    path = _stored(tmp_path)
+    conn = sqlite3.connect(path)
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    root = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'history'").fetchone()[0]
+    conn.close()
+    data = bytearray(path.read_bytes())
+    data[(root - 1) * page_size:(root - 1) * page_size + 32] = b"\xa5" * 32
+    path.write_bytes(bytes(data))
+    store = StateStore(path)
+    for _ in range(3):  # the same store keeps answering, and never blocks on a lock of its own
+        with pytest.raises(StateError, match="state file is corrupt"):
+            store.round(policy(c=1.0, budget=10), memsolve.load_records([rec("x")]), agent="a")
+        assert path.read_bytes() == bytes(data)
+        _not_locked(path)
+
+
+def test_a_write_that_fails_rolls_back_the_whole_round(tmp_path: Path) -> None:
+    path = _stored(tmp_path)
+    # a trigger makes the last statement of the round fail, after the agent row was updated
+    before = _edit(path, "CREATE TRIGGER boom BEFORE INSERT ON history BEGIN SELECT RAISE(FAIL, 'disk gone'); END")
+    store = StateStore(path)
+    with pytest.raises(StateError, match="disk gone"):
+        store.round(policy(c=1.0, budget=10), memsolve.load_records([rec("x")]), agent="a")
+    assert path.read_bytes() == before
+    state = store.load(AgentKey("test", "", "a"))
+    assert state.round == 3 and [h.round for h in state.history] == [1, 2]
+    _not_locked(path)

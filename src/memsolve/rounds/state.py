@@ -9,12 +9,20 @@ update is lost; a crash at any point rolls back to the previous round.
 Per key: the next round t (from 1), the queue Q_t, each record's fidelity ceiling with the
 round that set it, and one history row per round. ``refresh`` clears the ceilings (candidates
 are rebuilt from the archive) and never touches Q or t.
+
+A damaged file (a corrupt page, a value of the wrong type, text that is not UTF-8) is a
+:class:`StateError` saying so, raised wherever SQLite or the row checks find the damage, inside
+the transaction: it rolls back, so the file is left byte-identical, and the message never quotes
+a stored value. No ``PRAGMA quick_check`` on open: it reads the whole file (every agent's pages,
+~45 ms for 17 MB and growing with it) where a round reads one key's; damage that no read reaches
+harms nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -54,6 +62,11 @@ CREATE TABLE history (
     PRIMARY KEY (policy, tenant, agent, round)
 );
 """
+
+
+# what the first statements on a file can raise: SQLite parses the schema then, and a damaged
+# schema's error message can quote bytes that are not UTF-8 (Python then fails to decode it)
+_OPENING_FAILURES = (sqlite3.Error, UnicodeDecodeError)
 
 
 @dataclass(frozen=True)
@@ -158,7 +171,7 @@ class StateStore:
         try:
             try:
                 conn.execute("PRAGMA synchronous=FULL")
-            except sqlite3.DatabaseError as exc:
+            except _OPENING_FAILURES as exc:
                 raise self._error(exc) from None
             yield conn
         finally:
@@ -173,23 +186,28 @@ class StateStore:
                 return
             try:
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
-            except sqlite3.DatabaseError as exc:
+            except _OPENING_FAILURES as exc:
                 raise self._error(exc) from None
             try:
                 # a file whose first round never committed (killed, or empty) holds no state yet
                 ready = self._check_schema(conn, create=write)
                 yield conn if ready else None
                 conn.execute("COMMIT" if write else "ROLLBACK")
+            except sqlite3.Error as exc:
+                # wherever it surfaces (a read inside a round, a write, the commit): a corrupt
+                # page, a full disk, a read-only file. Rolled back, so the file is as it was.
+                _rollback(conn)
+                raise self._error(exc) from None
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
 
     def _check_schema(self, conn: sqlite3.Connection, create: bool) -> bool:
         """True when the file holds memsolve's schema (creating it when ``create``)."""
         try:
             app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        except sqlite3.DatabaseError as exc:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()}
+        except _OPENING_FAILURES as exc:
             raise self._error(exc) from None
         if not tables and app_id == 0:
             if not create:
@@ -203,7 +221,10 @@ class StateStore:
         if app_id != APPLICATION_ID or "memsolve_meta" not in tables:
             raise StateError(f"{self.path}: not a memsolve state file (left untouched)")
         row = conn.execute("SELECT value FROM memsolve_meta WHERE key='schema_version'").fetchone()
-        version = int(row[0]) if row else 0
+        try:
+            version = int(row[0]) if row else 0
+        except (TypeError, ValueError):
+            version = 0
         if version > SCHEMA_VERSION:
             raise StateError(
                 f"{self.path}: state schema version {version} is newer than this memsolve supports "
@@ -213,10 +234,22 @@ class StateStore:
             raise StateError(f"{self.path}: state schema version missing or invalid (left untouched)")
         return True
 
-    def _error(self, exc: sqlite3.Error) -> StateError:
+    def _corrupt(self, reason: str = "database disk image is malformed") -> StateError:
+        """The error for a file whose pages or values are damaged (``reason`` never quotes
+        stored values: they may be another tenant's data)."""
+        return StateError(f"{self.path}: state file is corrupt ({reason}); left untouched")
+
+    def _error(self, exc: sqlite3.Error | UnicodeDecodeError) -> StateError:
+        if isinstance(exc, UnicodeDecodeError):
+            return self._corrupt("malformed database schema")
         text = str(exc)
-        if "not a database" in text or "malformed" in text:
+        name = getattr(exc, "sqlite_errorname", "")  # Python 3.11+
+        if name.startswith("SQLITE_NOTADB") or "not a database" in text:
             return StateError(f"{self.path}: not a memsolve state file or corrupt ({text}); left untouched")
+        if name.startswith("SQLITE_CORRUPT") or "malformed" in text:
+            return self._corrupt()
+        if "could not decode" in text.lower():  # quotes the stored bytes: never echo them
+            return self._corrupt("a stored text is not valid UTF-8")
         if "readonly" in text or "read-only" in text:
             return StateError(f"{self.path}: state file is read-only ({text})")
         if "locked" in text or "busy" in text:
@@ -236,22 +269,38 @@ class StateStore:
         row = conn.execute("SELECT round, queue FROM agents WHERE policy=? AND tenant=? AND agent=?", args).fetchone()
         if row is None:
             return AgentState(key)
-        ceilings = {
-            rid: Ceiling(level, rnd)
-            for rid, level, rnd in conn.execute(
-                "SELECT record, level, round FROM ceilings WHERE policy=? AND tenant=? AND agent=? ORDER BY record",
-                args,
-            )
-        }
+        # a damaged cell can still decode, as a value of another type: check every one
+        if not (_is_int(row[0]) and row[0] >= 1 and _is_number(row[1])):
+            raise self._corrupt("an agent's round or queue is not a number")
+        ceilings: dict[str, Ceiling] = {}
+        for rid, level, rnd in conn.execute(
+            "SELECT record, level, round FROM ceilings WHERE policy=? AND tenant=? AND agent=? ORDER BY record", args
+        ).fetchall():  # fetched whole: no statement is left half-stepped when a check fails
+            if not (type(rid) is str and type(level) is str and _is_int(rnd)):
+                raise self._corrupt("a fidelity ceiling is damaged")
+            ceilings[rid] = Ceiling(level, rnd)
         history = tuple(
-            RoundRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), json.loads(r[8]), r[9])
+            self._history_row(r)
             for r in conn.execute(
                 "SELECT round, queue_before, queue_after, lambda, tokens_used, budget, objective, refresh, "
                 "levels, result_sha256 FROM history WHERE policy=? AND tenant=? AND agent=? ORDER BY round",
                 args,
-            )
+            ).fetchall()
         )
         return AgentState(key, row[0], row[1], ceilings, history)
+
+    def _history_row(self, r: tuple[Any, ...]) -> RoundRow:
+        try:
+            levels = json.loads(r[8]) if type(r[8]) is str else None
+        except ValueError:
+            levels = None
+        if not (
+            all(_is_int(r[i]) for i in (0, 4, 5, 7)) and all(_is_number(r[i]) for i in (1, 2, 3, 6))
+            and isinstance(levels, dict) and all(type(k) is str and _is_int(v) for k, v in levels.items())
+            and type(r[9]) is str
+        ):
+            raise self._corrupt("a history row is damaged")
+        return RoundRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), levels, r[9])
 
     def keys(self, agent: str | None = None, *, policy: str | None = None, tenant: str | None = None) -> list[AgentKey]:
         """The stored keys, optionally only one agent's, one policy's (by name), one tenant's."""
@@ -259,6 +308,8 @@ class StateStore:
             if conn is None:
                 return []
             rows = conn.execute("SELECT policy, tenant, agent FROM agents ORDER BY policy, tenant, agent").fetchall()
+        if not all(type(v) is str for r in rows for v in r):
+            raise self._corrupt("an agent's key is not text")
         return [AgentKey(*r) for r in rows
                 if (agent is None or r[2] == agent) and (policy is None or r[0] == policy)
                 and (tenant is None or r[1] == tenant)]
@@ -346,6 +397,24 @@ class StateStore:
             "schema": "memsolve/state/v1",
             "agents": [self.load(key).to_dict() for key in self.keys(agent)],
         }
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back if a transaction is open; SQLite may already have rolled back (a full disk, an
+    I/O error), and closing the connection rolls back whatever is left."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
+def _is_int(value: Any) -> bool:
+    return type(value) is int
+
+
+def _is_number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
 
 
 def _changed(current: Ceiling | None, level: str) -> bool:
