@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 import memsolve
 from memsolve import records, source
@@ -80,6 +81,66 @@ def test_control_characters_in_yaml_are_one_line_errors(tmp_path: Path, cli) -> 
     result = cli("validate", path)
     assert result.exit_code == 2 and result.stderr.count("\n") == 1
     assert result.stderr == f"error: {path}:5:1: invalid YAML: character '\\x00' is not allowed\n"
+
+
+# --- lone surrogates ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, text, where, escape", [
+    ("v.json", '[{"id": "a", "timestamp": 0, "text": "ok \\ud800 ok"}]', (1, 38, "[0].text"), "\\ud800"),
+    ("k.json", '{"records": [\n  {"id": "a", "timestamp": 0,\n   "metadata": {"k\\uDC00": 1}}]}',
+     (3, 17, "records[0].metadata.k\\udc00"), "\\udc00"),
+    ("l.jsonl", '{"id": "a", "timestamp": 0}\n\n{"id": "b", "timestamp": 0, "text": "\\udbff"}\n',
+     (3, 37, "[1].text"), "\\udbff"),
+    ("id.jsonl", '{"id": "\\ud83d", "timestamp": 0}\n', (1, 8, "[0].id"), "\\ud83d"),  # half an emoji
+    ("t.json", '[{"id": "a", "timestamp": "\\udfff"}]', (1, 27, "[0].timestamp"), "\\udfff"),
+])
+def test_lone_surrogates_are_refused_where_they_are(tmp_path: Path, name: str, text: str, where, escape) -> None:
+    with pytest.raises(memsolve.InputError) as caught:
+        memsolve.load_records(write(tmp_path, name, text))
+    error = caught.value
+    assert (error.line, error.column, error.path) == where
+    assert error.message.startswith(f"lone surrogate `{escape}` in a ")
+    assert error.message.endswith("; JSON text must be valid Unicode")
+    str(error).encode("utf-8")  # printable: the message never carries the surrogate itself
+
+
+def test_lone_surrogate_through_the_cli_is_one_printable_line(cli, tmp_path: Path) -> None:
+    path = write(tmp_path, "r.jsonl", '{"id": "a", "tenant": "team-a", "timestamp": 1, "text": "\\ud800"}\n')
+    result = cli("--policy", "policies/team-a.yaml", "--records", path)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert result.stderr == (
+        f"error: {path}:1:57: [0].text: lone surrogate `\\ud800` in a string; JSON text must be valid Unicode\n"
+    )
+
+
+def test_surrogate_pairs_and_escaped_backslashes_are_fine(tmp_path: Path) -> None:
+    # a pair is one character (U+1F600); `\\ud800` is a backslash and the text `ud800`, not an escape
+    text = '[{"id": "a", "timestamp": 0, "text": "\\ud83d\\ude00 and \\\\ud800"}]'
+    [record] = memsolve.load_records(write(tmp_path, "r.json", text)).valid
+    assert record.text == "\U0001f600 and \\ud800"
+    record.text.encode("utf-8")
+
+
+def test_duplicate_key_with_a_surrogate_is_printable(tmp_path: Path) -> None:
+    with pytest.raises(memsolve.InputError, match=r"duplicate key `\\ud800`") as caught:
+        memsolve.load_records(write(tmp_path, "r.json", '{"\\ud800": 1, "\\ud800": 2}'))
+    str(caught.value).encode("utf-8")
+
+
+def test_yaml_surrogate_escapes_are_refused(tmp_path: Path) -> None:
+    # libyaml refuses the escape itself; the pure-Python loader builds the surrogate, which the
+    # structure check then refuses the same way as in JSON
+    with pytest.raises(memsolve.InputError, match="invalid Unicode|lone surrogate") as caught:
+        memsolve.load_records(write(tmp_path, "r.yaml", '- {id: a, timestamp: 0, text: "\\ud800"}\n'))
+    assert caught.value.line == 1
+    text = '- {id: a, timestamp: 0, text: "\\ud800"}\n'
+    doc = source.Document("r.yaml", text, yaml.load(text, Loader=yaml.SafeLoader), "yaml")  # noqa: S506
+    with pytest.raises(memsolve.InputError, match=r"lone surrogate `\\ud800` in a string; YAML text"):
+        source.check_structure(doc)
+    key = source.Document("r.yaml", "", [{"\udfff": 1}], "yaml")
+    with pytest.raises(memsolve.InputError, match="in a key"):
+        source.check_structure(key)
 
 
 # --- files that are not regular files -----------------------------------------------------
@@ -167,3 +228,134 @@ def test_files_reporting_size_zero_are_still_bounded(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(source, "MAX_FILE_BYTES", 20)
     with pytest.raises(memsolve.InputError, match="grew past the limit of 20 bytes"):
         source.read_text("/proc/self/status")
+
+
+# --- the documented limits hold for JSON and JSON Lines too ------------------------------
+
+
+def _nested(levels: int) -> str:
+    return "[" * levels + "]" * levels
+
+
+@pytest.mark.parametrize("name, text, line", [
+    ("r.json", '[{"id": "a", "timestamp": 0, "metadata": {"x": ' + _nested(200) + "}}]", 1),
+    ("r.jsonl", '{"id": "a", "timestamp": 0}\n{"id": "b", "timestamp": 0, "metadata": {"x": '
+     + _nested(200) + "}}\n", 2),
+    ("r2.json", json.dumps({"records": [{"id": "a", "timestamp": 0, "metadata": {"x": json.loads(_nested(100))}}]},
+                           indent=1), None),
+])
+def test_json_nesting_limit(tmp_path: Path, name: str, text: str, line: int | None) -> None:
+    with pytest.raises(memsolve.InputError, match=f"^.*: nesting deeper than {source.MAX_DEPTH} levels$") as caught:
+        memsolve.load_records(write(tmp_path, name, text))
+    error = caught.value
+    assert error.column is not None and error.path.count("[0]") >= source.MAX_DEPTH - 3
+    if line is not None:
+        assert error.line == line
+
+
+@pytest.mark.parametrize("name, text, where", [
+    ("r.json", '{"records":\n ' + _nested(5000) + "}", (2, 65)),  # past Python's recursion limit
+    ("r.jsonl", '{"id": "a", "timestamp": 0}\n' + _nested(5000) + "\n", (2, 64)),  # a record is one level down
+    ("s.jsonl", '{"id": "a", "timestamp": 0}\n{"t": "[[[[[[[[[[", "x": ' + _nested(5000) + "}\n", (2, 88)),
+    ("d.json", "[" * 900 + '{"a": 1, "a": 2}' + "]" * 900, (1, 65)),  # a duplicate key deep down
+])
+def test_json_far_too_deep_is_located(tmp_path: Path, name: str, text: str, where) -> None:
+    with pytest.raises(memsolve.InputError, match=f"nesting deeper than {source.MAX_DEPTH} levels") as caught:
+        memsolve.load_records(write(tmp_path, name, text))
+    assert (caught.value.line, caught.value.column) == where
+
+
+def test_nesting_just_within_the_limit_is_fine(tmp_path: Path) -> None:
+    # records are one level down: a record's metadata may hold MAX_DEPTH - 3 more lists
+    inner = json.loads(_nested(source.MAX_DEPTH - 3))
+    good = {"id": "a", "timestamp": 0, "tokens": 1, "utility": 1, "metadata": {"x": inner}}
+    for name, text in (("r.jsonl", json.dumps(good) + "\n"), ("r.json", json.dumps([good]))):
+        assert len(memsolve.load_records(write(tmp_path, name, text)).valid) == 1
+    bad = {**good, "metadata": {"x": [inner]}}
+    for name, text in (("b.jsonl", json.dumps(bad) + "\n"), ("b.json", json.dumps([bad]))):
+        with pytest.raises(memsolve.InputError, match="nesting deeper"):
+            memsolve.load_records(write(tmp_path, name, text))
+
+
+@pytest.mark.parametrize("name", ["r.json", "r.jsonl"])
+def test_json_string_limit(tmp_path: Path, name: str, cli) -> None:
+    record = {"id": "a", "tenant": "team-a", "timestamp": 0, "text": "x" * 5_000_000}
+    text = json.dumps([record]) if name.endswith(".json") else json.dumps({"id": "z", "timestamp": 0}) + "\n" + \
+        json.dumps(record) + "\n"
+    path = write(tmp_path, name, text)
+    with pytest.raises(memsolve.InputError) as caught:
+        memsolve.load_records(path)
+    error = caught.value
+    assert error.message == "string of 5,000,000 characters, more than the limit of 1,048,576"
+    assert error.path in ("[0].text", "[1].text") and error.column is not None
+    result = cli("--policy", "policies/team-a.yaml", "--records", path)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1 and len(result.stderr) < 300
+
+
+def test_json_key_limit_and_keys_in_messages_are_cut(tmp_path: Path) -> None:
+    key = "k" * 2_000_000
+    path = write(tmp_path, "r.jsonl", json.dumps({"id": "a", "timestamp": 0, "metadata": {key: 1}}) + "\n")
+    with pytest.raises(memsolve.InputError, match="key of 2,000,000 characters") as caught:
+        memsolve.load_records(path)
+    assert caught.value.path == "[0].metadata." + "k" * 37 + "..." and len(str(caught.value)) < 300
+    dup = write(tmp_path, "d.json", '[{"' + "q" * 100 + '": 1, "' + "q" * 100 + '": 2}]')
+    with pytest.raises(memsolve.InputError, match=r"duplicate key `q{37}\.\.\.`$"):
+        memsolve.load_records(dup)
+
+
+def test_the_limits_follow_the_module_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(source, "MAX_STRING", 9)
+    path = write(tmp_path, "r.jsonl", '{"id": "a", "timestamp": 0}\n{"id": "abcdefghij", "timestamp": 0}\n')
+    with pytest.raises(memsolve.InputError, match="string of 10 characters, more than the limit of 9") as caught:
+        memsolve.load_records(path)
+    assert (caught.value.line, caught.value.path) == (2, "[1].id")
+    monkeypatch.setattr(source, "MAX_STRING", 1024)
+    monkeypatch.setattr(source, "MAX_DEPTH", 3)
+    with pytest.raises(memsolve.InputError, match="nesting deeper than 3 levels"):
+        memsolve.load_records(write(tmp_path, "r.json", '[{"id": "a", "timestamp": 0, "metadata": {"x": [1]}}]'))
+
+
+@pytest.mark.parametrize("name, text, where", [
+    ("r.json", '[{"id": "a", "timestamp": 0, "tokens": ' + "1" * 5000 + "}]", (1, 40)),
+    ("r.jsonl", '{"id": "a", "timestamp": 0}\n{"text": "' + "2" * 5000 + '", "tokens": -' + "1" * 5000 + "}\n",
+     (2, 5024)),
+    ("r.yaml", "- {id: a, timestamp: 0, tokens: " + "1" * 5000 + "}\n", (1, 33)),
+    ("h.yaml", "- {id: a, timestamp: 0,\n   tokens: 0x" + "f" * 3600 + "}\n", (2, 12)),  # 4,335 decimal digits
+])
+def test_integers_python_will_not_convert_are_one_located_error(tmp_path: Path, name: str, text: str, where) -> None:
+    # int() and str() refuse more than 4,300 digits with a ValueError: it used to escape as a traceback
+    with pytest.raises(memsolve.InputError, match=r"^.*: number `[-0-9a-fx]{37}\.\.\.` has more digits than the "
+                                                 r"limit of [0-9,]+$") as caught:
+        memsolve.load_records(write(tmp_path, name, text))
+    assert (caught.value.line, caught.value.column) == where
+
+
+@pytest.mark.parametrize("value, message", [
+    ("!!int abc", "`abc` is not an integer"),
+    ("!!float abc", "`abc` is not a number"),
+    ("!!bool maybe", "`maybe` is not true or false"),
+])
+def test_yaml_tagged_scalars_that_do_not_parse(tmp_path: Path, value: str, message: str) -> None:
+    # PyYAML's constructors raise ValueError / KeyError here: it used to escape as a traceback
+    path = write(tmp_path, "p.yaml", HEAD + f"budget: {{tokens: {value}}}\n")
+    with pytest.raises(memsolve.InputError) as caught:
+        memsolve.load_policy(path)
+    assert (caught.value.line, caught.value.column, caught.value.message) == (4, 18, message)
+
+
+def test_yaml_explicit_timestamp_tag_on_text_is_refused_by_the_time_checks(tmp_path: Path) -> None:
+    path = write(tmp_path, "r.yaml", "- {id: a, timestamp: !!timestamp soon, tokens: 1}\n")
+    [bad] = memsolve.load_records(path).invalid
+    assert bad.error.path == "[0].timestamp" and "`soon`" in bad.error.message
+
+
+def test_jsonl_lines_end_at_newline_only(tmp_path: Path) -> None:
+    # JSON strings may hold U+2028, U+2029 and U+0085 unescaped; str.splitlines() split records there
+    texts = ["a\u2028b", "c\u2029d", "e\x85f"]
+    lines = [json.dumps({"id": f"r{i}", "timestamp": 0, "text": t}, ensure_ascii=False) for i, t in enumerate(texts)]
+    records = memsolve.load_records(write(tmp_path, "r.jsonl", "\r\n".join(lines) + "\r\n"))
+    assert [r.text for r in records.records] == texts
+    bad = write(tmp_path, "b.jsonl", lines[0] + "\n" + lines[1] + "\n{oops}\n")
+    with pytest.raises(memsolve.InputError) as caught:
+        memsolve.load_records(bad)
+    assert caught.value.line == 3

@@ -12,6 +12,7 @@ import math
 import os
 import re
 import stat
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,8 +42,8 @@ def render_path(path: Sequence[Any]) -> str:
     for part in path:
         if isinstance(part, int):
             out += f"[{part}]"
-        else:
-            out += f".{part}" if out else str(part)
+        else:  # keys are file contents: cut, and printable (a lone surrogate is escaped)
+            out += f".{_show(str(part))}" if out else _show(str(part))
     return out
 
 
@@ -172,7 +173,10 @@ def parse_text(text: str, file: str, fmt: str) -> Document:
         check_structure(doc)
         return doc
     if fmt == "json":
-        return _parse_json(text, file)
+        doc = _parse_json(text, file)
+        if _may_break_limits(text):
+            check_structure(doc)
+        return doc
     if fmt == "jsonl":
         return _parse_jsonl(text, file)
     raise ValueError(fmt)
@@ -208,6 +212,14 @@ class _DuplicateKey(Exception):
         self.key, self.line, self.column = key, line, column
 
 
+class _Refusal(Exception):
+    """A value the YAML constructors refuse, with its 1-based line and column."""
+
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__(message)
+        self.message, self.line, self.column = message, line, column
+
+
 # YAML 1.1 (PyYAML) reads `1e-9` as a string; policy authors mean the number (YAML 1.2, JSON)
 _StrictLoader.add_implicit_resolver(
     "tag:yaml.org,2002:float",
@@ -226,18 +238,61 @@ def _construct_timestamp(loader: Any, node: yaml.ScalarNode) -> Any:
     time checks then refuse with their reason at the record (where one record can be excluded)."""
     try:
         return loader.construct_yaml_timestamp(node)
-    except (ValueError, OverflowError):
+    except (ValueError, OverflowError, AttributeError):  # AttributeError: `!!timestamp abc`
         return loader.construct_scalar(node)
 
 
+def _construct_int(loader: Any, node: yaml.ScalarNode) -> Any:
+    """A YAML int; none that Python cannot print (more digits than sys.get_int_max_str_digits, which
+    a hexadecimal literal reaches with fewer), and a located error for `!!int abc`."""
+    try:
+        value = loader.construct_yaml_int(node)
+    except ValueError:  # too many digits, or not a number at all
+        value = None
+    limit = _int_digits_limit()
+    if value is not None and not (limit and value.bit_length() > limit * 3.3 and abs(value) >= 10**limit):
+        return value
+    mark = node.start_mark
+    if value is None and not (limit and sum(char.isdigit() for char in node.value) > limit):
+        raise _Refusal(f"`{_show(node.value)}` is not an integer", mark.line + 1, mark.column + 1)
+    raise _Refusal(_too_many_digits(node.value), mark.line + 1, mark.column + 1)
+
+
+def _refusing(construct: Callable[[Any, Any], Any], what: str) -> Callable[[Any, Any], Any]:
+    """A scalar constructor whose failure (`!!float abc`, `!!bool maybe`) is a located error."""
+
+    def checked(loader: Any, node: yaml.ScalarNode) -> Any:
+        try:
+            return construct(loader, node)
+        except (ValueError, KeyError, OverflowError):
+            mark = node.start_mark
+            raise _Refusal(f"`{_show(str(node.value))}` is not {what}", mark.line + 1, mark.column + 1) from None
+
+    return checked
+
+
 _StrictLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
+_StrictLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+_StrictLoader.add_constructor("tag:yaml.org,2002:float", _refusing(_BaseLoader.construct_yaml_float, "a number"))
+_StrictLoader.add_constructor("tag:yaml.org,2002:bool", _refusing(_BaseLoader.construct_yaml_bool, "true or false"))
+
+
+def _int_digits_limit() -> int:
+    """Python's limit on the digits of an int it converts from or to text (0: none; 3.11+)."""
+    return sys.get_int_max_str_digits() if hasattr(sys, "get_int_max_str_digits") else 0
+
+
+def _too_many_digits(number: str) -> str:
+    return f"number `{_show(number)}` has more digits than the limit of {_int_digits_limit():,}"
 
 
 def _parse_yaml(text: str, file: str) -> Document:
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except _DuplicateKey as dup:
-        raise InputError(f"duplicate key `{dup.key}`", Location(file, dup.line, dup.column)) from None
+        raise InputError(f"duplicate key `{_show(dup.key)}`", Location(file, dup.line, dup.column)) from None
+    except _Refusal as refusal:
+        raise InputError(refusal.message, Location(file, refusal.line, refusal.column)) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
@@ -304,18 +359,28 @@ def _json_loads(text: str) -> Any:
     return _DECODER.decode(text)
 
 
-def _parse_json(text: str, file: str, line_offset: int = 0) -> Document:
+def _parse_json(text: str, file: str, line_offset: int = 0, depth: int = 0) -> Document:
+    # depth: how far down the document this text's value sits (a JSON Lines record: 1)
     try:
         data = _json_loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", Location(file, exc.lineno + line_offset, exc.colno)) from None
     except _DuplicateKey as dup:
-        line, column = _json_duplicate_mark(text, dup.key) or (None, None)
+        try:
+            line, column = _json_duplicate_mark(text, dup.key) or (None, None)
+        except RecursionError:  # the duplicate is hundreds of levels down: the nesting is the problem
+            raise _too_deep(text, file, line_offset, depth) from None
         if line is not None:
             line += line_offset
-        raise InputError(f"duplicate key `{dup.key}`", Location(file, line, column)) from None
-    except RecursionError:
-        raise InputError("invalid JSON: nesting too deep", Location(file)) from None
+        raise InputError(f"duplicate key `{_show(dup.key)}`", Location(file, line, column)) from None
+    except RecursionError:  # far deeper than MAX_DEPTH: say where the limit is passed
+        raise _too_deep(text, file, line_offset, depth) from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        found = _json_long_integer(text)
+        if found is None:  # pragma: no cover - no other ValueError is known
+            raise InputError(f"invalid JSON: {exc}", Location(file)) from None
+        line, column = _line_col(text, found[1])
+        raise InputError(_too_many_digits(found[0]), Location(file, line + line_offset, column)) from None
 
     def locator(path: PathT, key: bool) -> tuple[int, int] | None:
         offset = _json_offset(text, path, key)
@@ -329,8 +394,9 @@ def _parse_json(text: str, file: str, line_offset: int = 0) -> Document:
 
 def _parse_jsonl(text: str, file: str) -> Document:
     # line by line: joining lines into one array would accept a value split across two lines
-    line_of = [(number, line) for number, line in enumerate(text.splitlines(), start=1) if line.strip()]
-    records = [_parse_json(line, file, line_offset=number - 1).data for number, line in line_of]
+    # split at \n only: splitlines() also splits at U+2028, U+0085..., which JSON strings may hold
+    line_of = [(number, line) for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
+    records = [_parse_json(line, file, line_offset=number - 1, depth=1).data for number, line in line_of]
 
     def locator(path: PathT, key: bool) -> tuple[int, int] | None:
         if not path:
@@ -343,7 +409,67 @@ def _parse_jsonl(text: str, file: str) -> Document:
             return None
         return number, _line_col(line, offset)[1]
 
-    return Document(file, text, records, "jsonl", locator)
+    doc = Document(file, text, records, "jsonl", locator)
+    # the records are one level down, so a line needs MAX_DEPTH brackets (not + 1) to break the limit
+    if _SURROGATE_ESCAPE.search(text) or any(
+        len(line) > MAX_STRING or line.count("[") + line.count("{") >= MAX_DEPTH for _, line in line_of
+    ):
+        check_structure(doc)
+    return doc
+
+
+def _may_break_limits(text: str) -> bool:
+    """Whether a JSON text can break MAX_DEPTH, MAX_STRING or hold a lone surrogate: a decoded string
+    is never longer than the text, and nesting needs one bracket a level. Files that cannot skip
+    :func:`check_structure`'s walk over every value."""
+    return (
+        len(text) > MAX_STRING
+        or text.count("[") + text.count("{") > MAX_DEPTH
+        or _SURROGATE_ESCAPE.search(text) is not None
+    )
+
+
+# surrogates come out of JSON only through \u escapes (the text itself was decoded as strict UTF-8)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]|-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?')
+
+
+def _too_deep(text: str, file: str, line_offset: int, depth: int) -> InputError:
+    line, column = _json_deep_mark(text, depth) or (None, None)
+    if line is not None:
+        line += line_offset
+    return InputError(f"nesting deeper than {MAX_DEPTH} levels", Location(file, line, column))
+
+
+def _json_deep_mark(text: str, depth: int = 0) -> tuple[int, int] | None:
+    """Line and column of the bracket whose value is nested MAX_DEPTH deep in the document (the
+    text's own value being ``depth`` down), found by a scan without recursion."""
+    for match in _JSON_TOKEN.finditer(text):
+        char = text[match.start()]
+        if char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return _line_col(text, match.start())
+        elif char in "]}":
+            depth -= 1
+    return None
+
+
+def _json_long_integer(text: str) -> tuple[str, int] | None:
+    """The first integer (outside strings) too long for ``int()``, and its offset."""
+    limit = _int_digits_limit()
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token[0] in "-0123456789" and token.lstrip("-").isdigit() and len(token.lstrip("-")) > limit:
+            return token, match.start()
+    return None
+
+
+def _show(text: str) -> str:
+    """A user value for a message: lone surrogates escaped (they cannot be printed), cut to 40 characters."""
+    text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _line_col(text: str, offset: int) -> tuple[int, int]:
@@ -420,25 +546,82 @@ def _json_duplicate_mark(text: str, key: str) -> tuple[int, int] | None:
 
 
 def check_structure(doc: Document) -> None:
-    """Refuse aliases (shared nodes: a billion-laughs file), deep nesting and huge strings.
+    """Refuse aliases (shared nodes: a billion-laughs file), deep nesting, huge strings and lone
+    surrogates (a JSON ``"\\ud800"``: text that cannot be written back as UTF-8).
 
     Walks each distinct node once, so a file of ten nested aliases is refused in microseconds
     instead of being expanded. JSON cannot share nodes; YAML gives aliases as shared objects.
+    A first walk only looks (level by level, no paths); a second one, on a document that breaks
+    a limit, finds where. JSON texts that cannot break a limit (see ``_may_break_limits``; JSON
+    Lines: checked line by line) skip both.
     """
+    if _within_limits(doc.data):
+        return
     seen: set[int] = set()
-    stack: list[tuple[PathT, Any]] = [((), doc.data)]
+    stack: list[tuple[PathT, Any, bool]] = [((), doc.data, False)]  # (path, value, is a key)
     while stack:
-        here, value = stack.pop()
+        here, value, is_key = stack.pop()
         if isinstance(value, (dict, list)):
             if id(value) in seen:
                 raise doc.error(here, "YAML aliases (*name) are not allowed in memsolve inputs")
             seen.add(id(value))
             if len(here) >= MAX_DEPTH:
                 raise doc.error(here, f"nesting deeper than {MAX_DEPTH} levels")
-            items = value.items() if isinstance(value, dict) else enumerate(value)
-            stack.extend((here + (k,), v) for k, v in items)
-        elif isinstance(value, str) and len(value) > MAX_STRING:
-            raise doc.error(here, f"string of {len(value):,} characters, more than the limit of {MAX_STRING:,}")
+            if isinstance(value, dict):
+                entries = [e for k, v in value.items() for e in ((here + (k,), k, True), (here + (k,), v, False))]
+            else:
+                entries = [(here + (i,), v, False) for i, v in enumerate(value)]
+            stack.extend(reversed(entries))  # the first problem in document order
+        else:
+            problem = _string_problem(value, "key" if is_key else "string", doc.format)
+            if problem:
+                raise doc.error(here, problem, key=is_key)
+
+
+def _string_problem(value: Any, what: str, fmt: str) -> str | None:
+    if not isinstance(value, str):
+        return None
+    if len(value) > MAX_STRING:
+        return f"{what} of {len(value):,} characters, more than the limit of {MAX_STRING:,}"
+    lone = None if value.isascii() else _SURROGATE.search(value)
+    if lone:
+        text = "YAML" if fmt == "yaml" else "JSON"
+        return f"lone surrogate `\\u{ord(lone.group()):04x}` in a {what}; {text} text must be valid Unicode"
+    return None
+
+
+def _within_limits(data: Any) -> bool:
+    """Whether ``data`` has no shared node, nothing nested MAX_DEPTH deep, no string longer than
+    MAX_STRING and no lone surrogate: :func:`check_structure`'s rules, without paths, level by
+    level (the parsers build plain dicts, lists and strs: exact type tests are the fast ones)."""
+    if type(data) is not dict and type(data) is not list:
+        return _string_problem(data, "string", "") is None
+    limit = MAX_STRING
+    level, seen, depth = [data], {id(data)}, 0
+    while level:
+        if depth >= MAX_DEPTH:
+            return False
+        below: list[Any] = []
+        push = below.append
+        for value in level:
+            if type(value) is dict:
+                for key in value:
+                    if type(key) is str and (len(key) > limit or not key.isascii() and _SURROGATE.search(key)):
+                        return False
+                value = value.values()
+            for item in value:
+                kind = type(item)
+                if kind is str:
+                    if len(item) > limit or not item.isascii() and _SURROGATE.search(item):
+                        return False
+                elif kind is dict or kind is list:
+                    push(item)
+        ids = set(map(id, below))
+        if len(ids) < len(below) or not ids.isdisjoint(seen):  # a node reached twice: an alias
+            return False
+        seen |= ids
+        level, depth = below, depth + 1
+    return True
 
 
 def find_non_finite(data: Any, path: PathT = ()) -> tuple[PathT, float] | None:
