@@ -144,7 +144,8 @@ def _cases(doc: Document, data: Mapping[str, Any]) -> list[Case]:
             raise doc.error(path + ("expect",), "expected `expect:` record id -> {outcome, level, rule}")
         for rid, want in expect.items():
             if not isinstance(want, dict) or not set(want) <= set(_EXPECT_FIELDS) or "outcome" not in want:
-                raise doc.error(path + ("expect", rid), "expected {outcome: selected|dropped|excluded|absent, level?, rule?}")
+                raise doc.error(path + ("expect", rid),
+                                "expected {outcome: selected|dropped|excluded|absent, level?, rule?}")
             if want["outcome"] not in ("selected", "dropped", "excluded", "absent"):
                 raise doc.error(path + ("expect", rid, "outcome"), "expected selected, dropped, excluded or absent")
         out.append(Case(case["name"], dict(case.get("context") or {}), expect, doc.locate(path)))

@@ -102,7 +102,9 @@ class Compiled:
     derived: Mapping[int, Derived]  # by row
     scores: np.ndarray | None  # relevance scores per row, for the greedy ranking
 
-    def invert(self, solution: Solution, reduction: Reduction | None, scale: float = MAX_SCALE) -> tuple[Allocation, ...]:
+    def invert(
+        self, solution: Solution, reduction: Reduction | None, scale: float = MAX_SCALE
+    ) -> tuple[Allocation, ...]:
         """One allocation per row, in row order: the chosen level, the offer, and why a record
         was dropped (each reason computed once per record: linear in the number of records).
         ``scale`` is the one the engines solved at (:func:`.instance.scale`): values below
@@ -142,11 +144,11 @@ def _drop_reason(
     best = max(v for f, v in zip(fits, net, strict=True) if f)
     if best <= 0:
         return f"no level is worth its price ({number(inst.price)} per token)"
+    if full:
+        return f"not among the best {inst.max_records} records (count limit)"
     if best * scale <= 0.5:  # rounds to a scaled value of 0: worth nothing to the exact engines
         return (f"worth {best:.3g}, below the solver's resolution of {0.5 / scale:.3g} at this instance's "
                 "scale (see README, Numbers)")
-    if full:
-        return f"not among the best {inst.max_records} records (count limit)"
     return "not worth its tokens within the budget"
 
 
