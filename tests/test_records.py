@@ -218,3 +218,12 @@ def test_a_records_path_at_a_system_file_never_echoes_its_contents(tmp_path: Pat
         memsolve.load_records(link)
     assert "expected a list or a mapping, got a string" in err.value.message
     assert "root" not in err.value.message and "hunter2" not in err.value.message
+
+
+def test_unquoted_yaml_timestamps_are_read_as_the_times_they_name(tmp_path: Path) -> None:
+    path = write(tmp_path, "r.yaml", "- {id: a, timestamp: 2026-11-30T09:00:00Z, tokens: 3, utility: 1.0}\n"
+                                     "- {id: b, timestamp: 2026-11-30 09:00:00, tokens: 3, utility: 1.0}\n")
+    records = memsolve.load_records(path)
+    assert records.records[0].timestamp == 1796029200.0 and records.records[0].time_kind == "rfc3339"
+    assert isinstance(records.records[1], InvalidRecord)  # no timezone: refused at its line, not a traceback
+    assert records.records[1].error.location.line == 2

@@ -15,7 +15,7 @@ import yaml
 import memsolve
 from memsolve import records, source
 
-from .conftest import write
+from .conftest import needs, write
 
 HEAD = "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: x}\n"
 
@@ -165,7 +165,7 @@ def _within(seconds: float, call):
     return out.get("value")
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+@needs(hasattr(os, "mkfifo"), "FIFOs")
 def test_a_fifo_is_refused_at_once(tmp_path: Path, cli) -> None:
     fifo = tmp_path / "r.jsonl"
     os.mkfifo(fifo)
@@ -179,10 +179,9 @@ def test_a_fifo_is_refused_at_once(tmp_path: Path, cli) -> None:
         _within(5, lambda: memsolve.load_policy(link))
 
 
+@needs(os.path.exists("/dev/zero"), "/dev devices")
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom", "/dev/null"])
 def test_devices_are_refused_even_behind_a_symlink(tmp_path: Path, device: str) -> None:
-    if not os.path.exists(device):
-        pytest.skip(f"no {device}")
     with pytest.raises(memsolve.InputError, match=r"not a regular file \(a character device\)"):
         _within(5, lambda: source.read_text(device))
     link = tmp_path / "r.json"
@@ -221,7 +220,7 @@ def test_a_file_larger_than_its_size_said_is_cut_off(tmp_path: Path, monkeypatch
     assert len(memsolve.load_records(path).valid) == 200  # read whole although fstat said 10
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="no /proc")
+@needs(os.path.exists("/proc/self/status"), "/proc")
 def test_files_reporting_size_zero_are_still_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     text, _ = source.read_text("/proc/self/status")  # a regular file of size 0 with content
     assert "Name:" in text

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from .errors import InputError, Location
+from .errors import InputError, Location, shown
 from .timeutil import (
     NUMBER,
     RFC3339,
@@ -163,7 +163,8 @@ def resolve_context(policy: Policy, records: RecordSet, context: Context | None)
     else:
         now_kind = time_kind(now_raw)
         if now_kind is None:
-            raise InputError(f"`now` must be a number or an RFC 3339 time, got `{now_raw}`", Location(records.file))
+            raise InputError(f"`now` must be a number or an RFC 3339 time, got `{shown(now_raw)}`",
+                             Location(records.file))
         if kind is not None and now_kind != kind:
             raise InputError(
                 f"mixed time kinds: `now` is {now_kind} but the records' timestamps are {kind}",

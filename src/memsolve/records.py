@@ -18,6 +18,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -219,6 +220,9 @@ def _actions(doc: Document, data: Mapping[str, Any]) -> ActionValues | None:
 
 
 def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...]) -> Record:
+    if isinstance(item, dict) and isinstance(item.get("timestamp"), datetime):
+        # YAML reads an unquoted timestamp as a datetime: check it as the RFC 3339 text it was
+        item = {**item, "timestamp": item["timestamp"].isoformat()}
     if not looks_valid(item):  # the fast path; jsonschema words the error (and is the authority)
         bad = find_non_finite(item, path)
         if bad is not None:

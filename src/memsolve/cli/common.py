@@ -104,8 +104,10 @@ def write_output(text: str, out: str | None, force: bool) -> None:
 def parse_now(value: str | None) -> Any:
     if value is None:
         return None
-    if re.fullmatch(r"-?\d+", value):
+    if re.fullmatch(r"-?[0-9]+", value):  # ASCII digits only: `٢٠٢٦` is no number
         return int(value)
+    if not value.isascii():
+        return value  # float() would read non-ASCII digits as a number
     try:
         return float(value)
     except ValueError:
