@@ -128,3 +128,15 @@ def test_corrupt_state_from_a_real_process(cli, tmp_path: Path) -> None:
         assert proc.returncode == 2 and proc.stdout == ""
         assert proc.stderr == f"error: {db}: state file is corrupt (database disk image is malformed); left untouched\n"
         assert db.read_bytes() == damaged
+
+
+def test_a_tenants_state_export_holds_nothing_of_other_tenants(tmp_path: Path, cli) -> None:
+    db = tmp_path / "s.db"
+    for policy in ("team-a", "team-b"):
+        round_ = cli("--policy", f"policies/{policy}.yaml", "--state", db, "--agent", "bot", "--format", "json")
+        assert round_.exit_code == 0
+    whole = json.loads(cli("state", "export", "--state", db).stdout)
+    assert {a["tenant"] for a in whole["agents"]} == {"team-a", "team-b"}
+    mine = cli("state", "export", "--state", db, "--tenant", "team-a").stdout
+    assert {a["tenant"] for a in json.loads(mine)["agents"]} == {"team-a"}
+    assert "team-b" not in mine and '"b-' not in mine

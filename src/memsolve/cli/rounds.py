@@ -83,13 +83,14 @@ def state_reset(state_path, agent, policy_path, tenant, yes) -> None:
 @state.command("export")
 @click.option("--state", "state_path", required=True, type=click.Path(dir_okay=False), help="State file.")
 @click.option("--agent", help="Only this agent.")
+@click.option("--tenant", help="Only this tenant's keys (what to hand a tenant: nothing of the others).")
 @click.option("--out", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
 @click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @guarded
-def state_export(state_path, agent, out, force) -> None:
-    """Every stored key as JSON."""
+def state_export(state_path, agent, tenant, out, force) -> None:
+    """Every stored key as JSON (the operator's view; --tenant for one tenant's)."""
     check_outputs({"--out": out}, [("--state", state_path)])
-    write_output(json.dumps(_existing(state_path).export(agent), indent=2) + "\n", out, force)
+    write_output(json.dumps(_existing(state_path).export(agent, tenant=tenant), indent=2) + "\n", out, force)
 
 
 @click.command()

@@ -391,11 +391,12 @@ class StateStore:
             conn.execute("DELETE FROM history WHERE policy=? AND tenant=? AND agent=?", args)
         return bool(found)
 
-    def export(self, agent: str | None = None) -> dict[str, Any]:
-        """Every stored key (or one agent's) as JSON-ready data."""
+    def export(self, agent: str | None = None, *, tenant: str | None = None) -> dict[str, Any]:
+        """Every stored key (or one agent's, one tenant's) as JSON-ready data. With ``tenant`` the
+        export holds only that tenant's keys: give one to a tenant, never the whole file."""
         return {
             "schema": "memsolve/state/v1",
-            "agents": [self.load(key).to_dict() for key in self.keys(agent)],
+            "agents": [self.load(key).to_dict() for key in self.keys(agent, tenant=tenant)],
         }
 
 
