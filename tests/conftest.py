@@ -10,12 +10,17 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import settings
 
 import memsolve
 from memsolve.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 IN_CI = os.environ.get("CI") == "true"
+# CI replays the same examples on every run (a failure there is reproducible, never a dice roll)
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if IN_CI:
+    settings.load_profile("ci")
 
 
 def needs(present: bool, what: str) -> pytest.MarkDecorator:

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from .context import Context, ResolvedContext, resolve_context
-from .errors import InputError, SolverError
+from .errors import InputError, SolverError, shown
 from .policies.model import Policy
 from .policies.rules import evaluate
 from .policies.verdicts import Ceiling, RecordVerdicts, Verdict, number
 from .pricing import RoundPrice, next_queue, price_for
 from .records import InvalidRecord, Record, RecordSet
-from .result import Chosen, Dropped, Excluded, Price, Result, SolverReport, TraceEntry, compression_check
+from .result import TRACE_MODES, Chosen, Dropped, Excluded, Price, Result, SolverReport, TraceEntry, compression_check
 from .solver import dp, engines
 from .solver.compile import Allocation, Compiled, compile_records
 from .tokens import counter
@@ -143,33 +143,42 @@ def result(
     outcome: engines.Outcome,
     allocations: tuple[Allocation, ...],
     price: Price,
+    trace: str = "full",
 ) -> Result:
-    """The Result: every record in input order with its outcome, verdicts and allocation."""
+    """The Result: every record in input order with its outcome, verdicts and allocation; the
+    trace holds every record's entry, the excluded ones', or none (``trace``, TRACE_MODES)."""
+    if trace not in TRACE_MODES:
+        raise InputError(f"unknown trace mode `{shown(trace)}`; expected one of {', '.join(TRACE_MODES)}")
+    full, excluded_only = trace == "full", trace == "excluded"
     verdicts_at = {v.record.position: v for v in prep.verdicts}
     allocation_at = {a.record.position: a for a in allocations}
-    selected, dropped, excluded, trace = [], [], [], []
+    selected, dropped, excluded, entries = [], [], [], []
     # positions count the tenant's records only: a trace must not reveal where other tenants' sit
     for position, item in enumerate(prep.admitted.records):
         if isinstance(item, InvalidRecord):
             reason = item.error.message
             excluded.append(Excluded(item.id, "invalid", reason, position))
-            evidence = {"location": item.error.location.render(), "path": item.error.path}
-            trace.append(TraceEntry(item.id, position, "excluded", (Verdict("invalid", False, reason, evidence),)))
+            if full or excluded_only:
+                evidence = {"location": item.error.location.render(), "path": item.error.path}
+                invalid = Verdict("invalid", False, reason, evidence)
+                entries.append(TraceEntry(item.id, position, "excluded", (invalid,)))
             continue
         judged = verdicts_at[item.position]
         deciding = judged.deciding
         if deciding is not None:
             excluded.append(Excluded(item.id, deciding.rule, deciding.reason, position))
-            trace.append(TraceEntry(item.id, position, "excluded", judged.verdicts))
+            if full or excluded_only:
+                entries.append(TraceEntry(item.id, position, "excluded", judged.verdicts))
             continue
         allocation = allocation_at[item.position]
         if allocation.selected:
-            selected.append(Chosen(item.id, allocation.level, allocation.tokens, allocation.utility))
+            selected.append(Chosen(item.id, allocation.level, allocation.tokens, allocation.utility, allocation.text))
         else:
             assert allocation.drop_reason is not None
             dropped.append(Dropped(item.id, allocation.drop_reason))
-        outcome_name = "selected" if allocation.selected else "dropped"
-        trace.append(TraceEntry(item.id, position, outcome_name, judged.verdicts, allocation))
+        if full:
+            outcome_name = "selected" if allocation.selected else "dropped"
+            entries.append(TraceEntry(item.id, position, outcome_name, judged.verdicts, allocation))
 
     solution = outcome.solution
     greedy_report = None
@@ -200,8 +209,9 @@ def result(
         dropped=tuple(dropped),
         excluded=tuple(excluded),
         other_tenants=prep.admitted.other_tenants,
-        trace=tuple(trace),
+        trace=tuple(entries),
         compression=None if actions is None else compression_check(actions.original, actions.compressed),
+        trace_mode=trace,
     )
 
 
@@ -236,6 +246,7 @@ def finish(
     engine: str | None = None,
     extra: Mapping[str, Any] | None = None,
     timings: Timings | None = None,
+    trace: str = "full",
 ) -> Run:
     """The stages from the instance on: solve, check, result."""
     clock = timings or Timings()
@@ -248,7 +259,7 @@ def finish(
         queue_after = next_queue(policy, rp.queue, solution.tokens_used, prep.ctx.budget)
         price = Price(rp.lam, prep.per_token, rp.queue, queue_after)
         allocations = prep.compiled.invert(solution, outcome.reduction, job.scaled.scale)
-        done = result(policy, records, prep, outcome, allocations, price)
+        done = result(policy, records, prep, outcome, allocations, price, trace)
         return allocations, replace(done, extra=dict(extra)) if extra else done
 
     allocations, final = clock.time("result", report)
@@ -265,10 +276,12 @@ def run(
     ceilings: Mapping[str, Ceiling] | None = None,
     extra: Mapping[str, Any] | None = None,
     timings: Timings | None = None,
+    trace: str = "full",
 ) -> Run:
-    """Every stage in order; ``timings`` collects the seconds each took."""
+    """Every stage in order; ``timings`` collects the seconds each took; ``trace`` says which
+    records' trace entries the result carries (``full``, ``excluded`` or ``none``)."""
     prep = prepare(policy, records, context, round_price, ceilings, timings)
-    return finish(policy, records, prep, engine=engine, extra=extra, timings=timings)
+    return finish(policy, records, prep, engine=engine, extra=extra, timings=timings, trace=trace)
 
 
 def solve(policy: Policy, records: RecordSet, context: Context | None = None, **options: Any) -> Result:
@@ -276,7 +289,8 @@ def solve(policy: Policy, records: RecordSet, context: Context | None = None, **
 
     ``options`` are :func:`run`'s: ``engine`` overrides the policy's; ``round_price`` and
     ``ceilings`` come from the state store in a stateful round (see :class:`memsolve.StateStore`);
-    ``extra`` adds sections to the result (``state``). Raises InputError for bad input (or an
+    ``extra`` adds sections to the result (``state``); ``trace`` how much trace it carries.
+    Raises InputError for bad input (or an
     invalid record under ``on_invalid_record: error``) and SolverError when the exact engines
     disagree.
     """

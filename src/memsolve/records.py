@@ -97,6 +97,7 @@ class RecordSet:
     sha256: str = ""
     source: Document | None = field(default=None, compare=False, repr=False)
     prefix: tuple[Any, ...] = ()  # path of the record list inside the file
+    appended: tuple[tuple[int, RecordSet], ...] = ()  # (first position, its set): records added later
     other_tenants: int = 0  # records of other tenants left out of this view (counted, never described)
 
     @property
@@ -113,8 +114,20 @@ class RecordSet:
         return self.source.locate(path)
 
     def locate_field(self, position: int, *path: Any) -> Location:
-        """Where a field of the record at ``position`` was written."""
+        """Where a field of the record at ``position`` was written (in the file it came from)."""
+        for start, part in reversed(self.appended):
+            if position >= start:
+                return part.locate_field(position - start, *path)
         return self.locate(*self.prefix, position, *path)
+
+    def extended(self, more: RecordSet) -> RecordSet:
+        """This set with ``more``'s records after its own (positions continue; each record is still
+        located in the file it came from). The caller settles identity clashes."""
+        start = max((r.position for r in self.records), default=-1) + 1  # after any removed ones too
+        moved = tuple(replace(r, position=r.position + start) for r in more.records)
+        digest = hashlib.sha256(f"{self.sha256}+{more.sha256}".encode()).hexdigest()
+        return replace(self, records=self.records + moved, sha256=digest,
+                       appended=self.appended + ((start, more),))
 
     def view(self, tenant: str | None) -> RecordSet:
         """The records one tenant's run sees: all of them when no tenant is in force; else that

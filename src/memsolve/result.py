@@ -15,6 +15,9 @@ from .policies.verdicts import Verdict
 from .solver.compile import Allocation
 
 SCHEMA = "memsolve/result/v1"
+# how much of the trace a result carries: every record, the excluded ones (why each was left
+# out, the audit's question), or none (an agent's per-turn call)
+TRACE_MODES = ("full", "excluded", "none")
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
@@ -49,15 +52,17 @@ def dumps_by_line(data: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Chosen:
-    """A selected record at its level."""
+    """A selected record at its level, with the text to put in the prompt."""
 
     id: str
     level: str
     tokens: int
     utility: float
+    text: str | None = None  # the level's text, else the record's; None when neither has one
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "level": self.level, "tokens": self.tokens, "utility": self.utility}
+        return {"id": self.id, "level": self.level, "tokens": self.tokens, "utility": self.utility,
+                "text": self.text}
 
 
 @dataclass(frozen=True)
@@ -215,7 +220,8 @@ class Result:
     other_tenants: int  # records of other tenants: counted, never described
     trace: tuple[TraceEntry, ...]
     compression: Compression | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)  # further sections: ``state`` in a stateful round
+    extra: Mapping[str, Any] = field(default_factory=dict)  # further sections: ``state`` in a round
+    trace_mode: str = "full"  # which entries ``trace`` holds (TRACE_MODES)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {

@@ -31,7 +31,7 @@ def test_json_output_golden_fields(cli) -> None:
     assert result.exit_code == 0
     data = json.loads(result.stdout)
     assert list(validator("result").iter_errors(data)) == []
-    assert data["selected"] == [{"id": "summary", "level": "raw", "tokens": 2, "utility": 3.0}]
+    assert data["selected"] == [{"id": "summary", "level": "raw", "tokens": 2, "utility": 3.0, "text": None}]
     assert data["dropped"] == [{"id": "review-v2", "reason": "no level fits the budget of 2 tokens"}]
     assert data["excluded"] == [{"id": "old-review", "rule": "version-authority",
                                  "reason": "authority bound to v1, current is v2"}]

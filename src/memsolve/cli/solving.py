@@ -12,6 +12,7 @@ from ..context import Context
 from ..errors import InputError, SolverError
 from ..policies.load import load_policy
 from ..render import RESULT_FORMATS, capture, frontier_table, result_table
+from ..result import TRACE_MODES
 from ..rounds.state import StateStore
 from ..solver.engines import ENGINES
 from .common import (
@@ -39,9 +40,11 @@ from .common import (
 @click.option("--agent", help="Agent whose state this round reads and writes (with --state).")
 @click.option("--refresh", is_flag=True, help="Rebuild candidates from the archive: clear ceilings, keep Q and t.")
 @click.option("--dry-run", is_flag=True, help="Solve the round but write no state.")
+@click.option("--trace", "trace_mode", type=click.Choice(list(TRACE_MODES)), default="full", show_default=True,
+              help="Trace entries in the result: every record, the excluded ones, or none.")
 @guarded
 def solve(inputs: Inputs, context: Context, engine, fmt, out, force, strict, timings, state_path, agent, refresh,
-          dry_run) -> None:
+          dry_run, trace_mode) -> None:
     """Solve one round and print the result."""
     if (state_path is None) != (agent is None):
         raise InputError("--state and --agent go together")
@@ -51,11 +54,11 @@ def solve(inputs: Inputs, context: Context, engine, fmt, out, force, strict, tim
     clock = pipeline.Timings()
     policy, records = clock.time("load", inputs.load)
     if state_path is None:
-        result = pipeline.run(policy, records, context, engine=engine, timings=clock).result
+        result = pipeline.run(policy, records, context, engine=engine, timings=clock, trace=trace_mode).result
     else:
         store = StateStore(state_path)
         result = store.round(policy, records, context, agent=agent, refresh=refresh, dry_run=dry_run, engine=engine,
-                             timings=clock)
+                             timings=clock, trace=trace_mode)
     text = clock.time("render", lambda: result.to_json() if fmt == "json" else capture(result_table, result))
     write_output(text, out, force)
     if timings:

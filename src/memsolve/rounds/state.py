@@ -331,6 +331,7 @@ class StateStore:
         dry_run: bool = False,
         engine: str | None = None,
         timings: pipeline.Timings | None = None,
+        trace: str = "full",
     ) -> Result:
         """Run one round for ``agent``: read state, solve, write the new state atomically."""
         key = self.key_for(policy, records, context, agent)
@@ -343,6 +344,7 @@ class StateStore:
                 ceilings=ceilings,
                 extra={"state": {"agent": agent, "round": state.round, "refresh": refresh, "dry_run": dry_run}},
                 timings=timings,
+                trace=trace,
             ).result
             if not dry_run and conn is not None:
                 self._write(conn, key, state, result, ceilings, refresh)

@@ -83,6 +83,14 @@ class Allocation:
     def selected(self) -> bool:
         return self.level != DELETE
 
+    @property
+    def text(self) -> str | None:
+        """The chosen level's text (the record's text when the level has none; None when deleted)."""
+        for level in self.record.levels:
+            if level.name == self.level:
+                return level.text if level.text is not None else self.record.text
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         """The trace's ``allocation`` entry."""
         out: dict[str, Any] = {"level": self.level, "offered": [o.to_dict() for o in self.offered]}

@@ -1,0 +1,111 @@
+"""The per-turn path: a :class:`Selector` holds a policy and a record set between an agent's turns.
+
+    sel = memsolve.Selector(policy, records, state="memsolve.db", agent="planner")
+    result = sel.select(query="why did the deploy fail", now=..., session="s-42", budget=800)
+    prompt = "\\n".join(item.text for item in result.selected if item.text)
+
+Each :meth:`Selector.select` runs the same pipeline as :func:`memsolve.solve` and the CLI; with a
+state store it is one round (pricing queue, fidelity ceilings) exactly as ``--state``. The
+policy and the validated records are kept between turns; :meth:`add` validates only the new
+records, :meth:`remove` drops records by id. Each select still evaluates the rules and the
+relevance over the records it holds (no per-record index is kept yet).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from . import pipeline
+from .context import Context
+from .errors import InputError, shown
+from .policies.load import load_policy
+from .policies.model import Policy
+from .records import InvalidRecord, Record, RecordSet, load_records
+from .result import Result
+from .rounds.state import StateStore
+
+
+class Selector:
+    """A policy and its records, ready for one :meth:`select` per turn.
+
+    ``policy``: a :class:`Policy` or a policy file; ``records``: a :class:`RecordSet`, a records
+    file, or a list of record mappings; ``state``: a :class:`StateStore` or a state file, which
+    makes every select one round for ``agent``.
+    """
+
+    def __init__(
+        self,
+        policy: Policy | str | Path,
+        records: RecordSet | str | Path | Sequence[Mapping[str, Any]] = (),
+        state: StateStore | str | Path | None = None,
+        agent: str | None = None,
+    ) -> None:
+        self.policy = policy if isinstance(policy, Policy) else load_policy(policy)
+        self._records = records if isinstance(records, RecordSet) else load_records(
+            records if isinstance(records, (str, Path)) else list(records)
+        )
+        if (state is None) != (agent is None):
+            raise InputError("a Selector with state needs an agent, and an agent needs state")
+        self.store = state if isinstance(state, StateStore) or state is None else StateStore(state)
+        self.agent = agent
+
+    @property
+    def records(self) -> RecordSet:
+        """The record set the next select sees."""
+        return self._records
+
+    def add(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Validate ``records`` (mappings as in a records file) and append them; the records held
+        are not validated again. A problem with one is that record's (kept as invalid, as on
+        load), and so is a duplicate of a record already held (identity is (tenant, id))."""
+        new = load_records(list(records))
+        held = {(r.tenant, r.id) for r in self._records.records if isinstance(r, Record)}
+        clash = [
+            InvalidRecord(r.id, r.position, InputError(
+                f"duplicate record id `{shown(r.id)}`: an earlier record of the same tenant has it",
+                new.locate_field(r.position, "id")), r.tenant)
+            if isinstance(r, Record) and (r.tenant, r.id) in held else r
+            for r in new.records
+        ]
+        self._records = self._records.extended(replace(new, records=tuple(clash)))
+
+    def remove(self, ids: Iterable[str], tenant: str | None = None) -> int:
+        """Drop the records with these ids (only ``tenant``'s when given); returns how many went."""
+        gone = set(ids)
+        kept = tuple(r for r in self._records.records
+                     if not (r.id in gone and (tenant is None or r.tenant == tenant)))
+        removed = len(self._records.records) - len(kept)
+        if removed:
+            digest = hashlib.sha256(f"{self._records.sha256}-{sorted(gone)}".encode()).hexdigest()
+            self._records = replace(self._records, records=kept, sha256=digest)
+        return removed
+
+    def select(
+        self,
+        query: str | None = None,
+        now: Any = None,
+        session: str | None = None,
+        budget: int | None = None,
+        *,
+        tenant: str | None = None,
+        trace: str = "excluded",
+        refresh: bool = False,
+        engine: str | None = None,
+    ) -> Result:
+        """One turn: the records to put in the context, at which level, with their text.
+
+        ``trace`` chooses how much of the trace the result carries (``full``, ``excluded``,
+        ``none``); ``refresh`` (with state) clears the fidelity ceilings for a new task.
+        """
+        context = Context(now=now, session=session, query=query, budget=budget, tenant=tenant)
+        if self.store is None:
+            if refresh:
+                raise InputError("refresh clears a state's ceilings: this Selector has no state")
+            return pipeline.run(self.policy, self._records, context, engine=engine, trace=trace).result
+        assert self.agent is not None
+        return self.store.round(self.policy, self._records, context, agent=self.agent, refresh=refresh,
+                                engine=engine, trace=trace)
