@@ -29,7 +29,12 @@ SEEDS = [
     (ROOT / "examples/shared.jsonl", ".jsonl", "records"),
 ]
 PIECES = [b"{", b"}", b"[", b"]", b":", b",", b"-", b'"', b"'", b"&a", b"*a", b"!!python/object", b"\n", b"\t",
-          b" ", b"0", b"-1", b"1e999", b"NaN", b"null", b"true", b"\xff", b"\xc3\xa9", b"9" * 30, b"---", b"%YAML"]
+          b" ", b"0", b"-1", b"1e999", b"NaN", b"null", b"true", b"\xff", b"\xc3\xa9", b"9" * 30, b"---", b"%YAML",
+          # the hostile classes of the privacy and hardening issue
+          b'"2026-13-01T00:00:00Z"', b'"2026-02-30T12:00:00Z"', b'"2026-11-30T09:00:60Z"', b'"0000-01-01T00:00:00Z"',
+          b'"2026-11-30T09:00:00+24:00"', b'"0001-01-01T00:00:00+01:00"', "\"٢٠٢٦-11-30T09:00:00Z\"".encode(),
+          b'"\\ud800"', b'"\\udfff\\ud800"', b"1.7e308", b"1e-300", b"5e-324", b"[" * 80, b'"tenant": "team-b"',
+          b'"tenant": 7', b'"id": "a-db-arch"', b'"tokens": -1']
 
 
 def target(data: bytes, suffix: str, kind: str, folder: Path) -> None:
@@ -42,10 +47,11 @@ def target(data: bytes, suffix: str, kind: str, folder: Path) -> None:
             records = memsolve.load_records(path)
             policy = memsolve.policy_from_text("apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: f}\n"
                                                "budget: {tokens: 50}\non_invalid_record: exclude\n")
-            try:
-                memsolve.solve(policy, records, memsolve.Context(now=10**9))
-            except memsolve.InputError:
-                pass
+            for tenant in (None, "team-a"):  # also a tenant's view of a mixed file
+                try:
+                    memsolve.solve(policy, records, memsolve.Context(now=10**9, tenant=tenant)).to_json().encode()
+                except memsolve.InputError:
+                    pass
     except memsolve.InputError as error:
         text = error.render()
         assert "\n" not in text, text
