@@ -109,7 +109,7 @@ def test_greedy_engine_and_compare(cli) -> None:
 
 def test_utilities_from_relevance_are_sharpened_and_traced() -> None:
     policy = memsolve.load_policy(ROOT / "policies/incidents.yaml", ["budget.max_records=5"])
-    result = memsolve.solve(policy, memsolve.load_records(ROOT / "examples/incidents/records.jsonl"),
+    result = memsolve.solve(policy, memsolve.load_records(ROOT / "examples/incidents/records.json"),
                             memsolve.Context(tenant="team-a", query=Q))
     derived = result.entry("M5").allocation.derived
     assert derived.to_dict()["from"] == "relevance" and derived.best_score == pytest.approx(0.50664435925)

@@ -77,17 +77,17 @@ def test_add_validates_only_the_new_records_and_remove_drops_by_id() -> None:
 
 
 def test_an_admission_problem_of_an_added_record_is_located_where_it_came_from(tmp_path: Path) -> None:
-    selector = Selector(POLICY, ROOT / "examples/incidents/records.jsonl")
-    selector.add([{"id": "future", "tenant": "t", "timestamp": 99, "text": "from the future"}])
+    selector = Selector(POLICY, ROOT / "examples/incidents/records.json")
+    selector.add([{"id": "future", "tenant": "t", "timestamp": 5000, "text": "from the future"}])
     with pytest.raises(memsolve.InputError, match="timestamp is later than now") as err:
-        selector.select(query="database", now=10, tenant="t")
+        selector.select(query="database")  # now: the incidents file's own (1000)
     assert err.value.path == "[0].timestamp"  # its own list, not a line of the incidents file
 
 
 def test_with_state_every_select_is_one_round_like_the_cli(tmp_path: Path, cli) -> None:
     db_api, db_cli = tmp_path / "api.db", tmp_path / "cli.db"
     policy = memsolve.load_policy(ROOT / "policies/team-a.yaml")
-    selector = Selector(policy, ROOT / "examples/shared.jsonl", state=db_api, agent="planner")
+    selector = Selector(policy, ROOT / "examples/shared.json", state=db_api, agent="planner")
     for turn in range(1, 4):
         mine = selector.select(trace="full")
         theirs = cli("--policy", "policies/team-a.yaml", "--state", db_cli, "--agent", "planner", "--format", "json")

@@ -11,5 +11,5 @@ from ..conftest import ROOT, write
 def policy_copy(tmp_path: Path, edit: Callable[[str], str] = lambda s: s) -> Path:
     """policies/team-a.yaml, edited, written to ``tmp_path`` with its records path made absolute."""
     text = (ROOT / "policies/team-a.yaml").read_text()
-    text = text.replace("records: ../examples/shared.jsonl", f"records: {ROOT / 'examples/shared.jsonl'}")
+    text = text.replace("records: ../examples/shared.json", f"records: {ROOT / 'examples/shared.json'}")
     return write(tmp_path, "team-a.yaml", edit(text))

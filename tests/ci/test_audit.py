@@ -32,7 +32,7 @@ def test_audit_fails_when_one_rule_changes(cli, tmp_path: Path) -> None:
     bad = [f for f in data["findings"] if not f["passed"]]
     assert [(f["name"], f["message"].split(" (")[0]) for f in bad] == [
         ("a-working-stale", "excluded by freshness -> dropped")]
-    assert bad[0]["location"]["line"] == 23  # the freshness rule in the policy
+    assert bad[0]["location"]["line"] == 20  # the freshness rule in the policy
     assert bad[0]["data"]["before"] == {"outcome": "excluded", "rule": "freshness",
                                         "reason": "expired: age 70 exceeds ttl 48 (store `working`)"}
 

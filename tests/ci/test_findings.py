@@ -56,5 +56,5 @@ def test_sarif_validates_against_the_sarif_2_1_0_object_model(cli, tmp_path: Pat
 
 def test_github_annotations(cli) -> None:
     out = cli("check", "policies/team-a.yaml", "--format", "github").stdout
-    assert out == ("::warning file=policies/team-a.yaml,line=21,title=MS001::policies/team-a.yaml: sessions: "
+    assert out == ("::warning file=policies/team-a.yaml,line=18,title=MS001::policies/team-a.yaml: sessions: "
                    "excludes nothing on these 33 records\n")

@@ -133,7 +133,8 @@ def test_corrupt_state_from_a_real_process(cli, tmp_path: Path) -> None:
 def test_a_tenants_state_export_holds_nothing_of_other_tenants(tmp_path: Path, cli) -> None:
     db = tmp_path / "s.db"
     for policy in ("team-a", "team-b"):
-        round_ = cli("--policy", f"policies/{policy}.yaml", "--state", db, "--agent", "bot", "--format", "json")
+        round_ = cli("--policy", f"policies/{policy}.yaml", "--session", "s-17", "--state", db, "--agent", "bot",
+                     "--format", "json")
         assert round_.exit_code == 0
     whole = json.loads(cli("state", "export", "--state", db).stdout)
     assert {a["tenant"] for a in whole["agents"]} == {"team-a", "team-b"}

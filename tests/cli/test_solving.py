@@ -54,10 +54,13 @@ def test_conflicting_flag_is_exit_2_one_line(cli) -> None:
 
 
 def test_team_policies_run_from_their_records_field(cli) -> None:
-    for name in ("team-a", "team-b"):
-        result = cli("--policy", f"policies/{name}.yaml", "--format", "json")
+    for name, session in (("team-a", ()), ("team-b", ("--session", "s-17"))):
+        result = cli("--policy", f"policies/{name}.yaml", *session, "--format", "json")
         assert result.exit_code == 0
         assert json.loads(result.stdout)["solver"]["status"] == "optimal"
+    # production-shaped: team-b's policy names no session, so a call without one is an input error
+    missing = cli("--policy", "policies/team-b.yaml", "--format", "json")
+    assert missing.exit_code == 2 and "no session is given" in missing.stderr
 
 
 def test_frontier_json_and_plot(cli, tmp_path: Path) -> None:
@@ -129,7 +132,7 @@ def test_state_flags_go_together(cli) -> None:
 # --- structured fuzzing through the CLI --------------------------------------------------
 
 POLICY_TEXT = (ROOT / "policies/team-a.yaml").read_text().replace(
-    "records: ../examples/shared.jsonl", f"records: {ROOT / 'examples/shared.jsonl'}")
+    "records: ../examples/shared.json", f"records: {ROOT / 'examples/shared.json'}")
 RECORDS_TEXT = (ROOT / "examples/ch15/base.json").read_text()
 
 

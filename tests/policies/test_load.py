@@ -122,7 +122,7 @@ def test_missing_file() -> None:
 
 def test_records_path_is_relative_to_the_policy() -> None:
     policy = memsolve.load_policy(ROOT / "policies/team-a.yaml")
-    assert Path(policy.records).resolve() == (ROOT / "examples/shared.jsonl").resolve()
+    assert Path(policy.records).resolve() == (ROOT / "examples/shared.json").resolve()
 
 
 def test_exponent_numbers_without_a_dot_are_numbers() -> None:

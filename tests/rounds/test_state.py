@@ -227,7 +227,7 @@ def test_kill_9_mid_round_leaves_the_previous_state_intact(tmp_path: Path) -> No
     assert kills == 6
     # and the store still works
     result = StateStore(db).round(memsolve.load_policy(ROOT / "policies/team-a.yaml"),
-                                  memsolve.load_records(ROOT / "examples/shared.jsonl"), agent="crash")
+                                  memsolve.load_records(ROOT / "examples/shared.json"), agent="crash")
     assert result.round == done + 1
 
 
@@ -245,7 +245,7 @@ def test_stateful_results_match_the_result_schema(tmp_path: Path) -> None:
 
     store = StateStore(tmp_path / "s.db")
     policy_ = memsolve.load_policy(ROOT / "policies/team-a.yaml")
-    records = memsolve.load_records(ROOT / "examples/shared.jsonl")
+    records = memsolve.load_records(ROOT / "examples/shared.json")
     for refresh in (False, False, True):
         data = json.loads(store.round(policy_, records, agent="a", refresh=refresh).to_json())
         assert list(validator("result").iter_errors(data)) == []

@@ -4,7 +4,7 @@
     kind: PolicyTest
     metadata: {name: team-a-basics}
     policy: ../team-a.yaml                 # relative to this file
-    records: ../../examples/shared.jsonl   # or inline: records: [{id: ..., ...}]
+    records: ../../examples/shared.json   # or inline: records: [{id: ..., ...}]
     context: {now: 1000}                   # optional: now, tenant, session, query, budget, max_records,
                                            #           current_version, current_versions
     cases:
