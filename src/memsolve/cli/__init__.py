@@ -4,17 +4,48 @@ Exit codes: 0 ok · 1 audit/test failure · 2 usage or input error · 3 solver e
 Errors print one line to stderr (``error: file:line:column: path: message``), no traceback;
 so do usage errors (an unknown option, a bad option value, a folder where a file goes), which
 click would print as a usage block.
+
+Each command's module is imported when that command runs (or shows its own help), not before:
+``memsolve --version`` and ``memsolve --help`` import none of them, so none of the pipeline,
+numpy or jsonschema (:class:`_Lazy`).
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.machinery
+import importlib.util
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import click
 
-from . import ci, rounds, solving
+# every command: its name, the module of this package and the attribute that define it, and the
+# first paragraph of its help, which is what `memsolve --help` lists (without importing the module;
+# tests/cli/test_imports.py holds each to the command's own docstring)
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "solve": ("solving", "solve", "Solve one round and print the result."),
+    "validate": ("solving", "validate",
+                 "Check policies against the schema and the semantic rules; exit 2 if any fails."),
+    "frontier": ("solving", "frontier",
+                 "Best objective at every budget 0..B, as the breakpoints of the step curve."),
+    "audit": ("ci", "audit",
+              "Compare outcomes with a baseline (exit 1 on any change) and check the invariants."),
+    "explain": ("ci", "explain", "Why a record got its outcome, and what would change it (computed thresholds)."),
+    "test": ("ci", "test_command", "Run policy tests (YAML files of kind PolicyTest, or folders of them)."),
+    "diff": ("ci", "diff", "Two policies over one record set: changed outcomes and a verdict per rule and overall."),
+    "check": ("ci", "check",
+              "Schema validation plus semantic lints with stable codes (MS000-MS008); exit 1 on errors."),
+    "compare": ("ci", "compare", "Greedy packing against the exact optimum on the same eligible records."),
+    "state": ("rounds", "state", "Operators' tools for the state file: show, reset, export."),
+    "simulate": ("rounds", "simulate",
+                 "Run many rounds through the pricing queue (the same code path as --state) and report the "
+                 "trajectory."),
+}
+_LISTING = "memsolve.listing"  # set in ctx.meta while the group lists its commands (help, completion)
 
 
 class _UsageLine(click.UsageError):
@@ -36,7 +67,56 @@ def _one_line() -> Iterator[None]:
         raise _UsageLine(" ".join(exc.format_message().split()), exc.ctx) from None
 
 
-class _DefaultSolve(click.Group):
+class _Lazy(click.Group):
+    """A group that imports a command's module on first use (click's "lazily loading
+    subcommands" pattern). Listing the commands (``--help``, shell completion) imports none: a
+    command not loaded yet is listed by a stand-in with its name and the first paragraph of its
+    help, which is all a listing shows of it."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*_COMMANDS, *self.commands})  # sorted, as click lists a group's commands
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        command = self.commands.get(cmd_name)
+        if command is not None or cmd_name not in _COMMANDS:
+            return command
+        module, attribute, summary = _COMMANDS[cmd_name]
+        if ctx.meta.get(_LISTING):
+            return click.Command(cmd_name, help=summary)
+        command = getattr(importlib.import_module(f"{__name__}.{module}"), attribute)
+        self.add_command(command, cmd_name)
+        return command
+
+    def resolve_command(self, ctx: click.Context,
+                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            # click's "Did you mean" picks from the commands loaded so far; pick from every command
+            name = getattr(exc, "command_name", None)  # click >= 8.4: NoSuchCommand
+            if name is None:
+                raise
+            raise type(exc)(name, possibilities=self.list_commands(ctx), ctx=ctx) from None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with _listing(ctx):
+            super().format_commands(ctx, formatter)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
+        with _listing(ctx):
+            return super().shell_complete(ctx, incomplete)
+
+
+@contextmanager
+def _listing(ctx: click.Context) -> Iterator[None]:
+    ctx.meta[_LISTING] = True
+    try:
+        yield
+    finally:
+        del ctx.meta[_LISTING]
+
+
+class _DefaultSolve(_Lazy):
     """``memsolve --policy P`` means ``memsolve solve --policy P``; usage errors of this group
     and of every command under it are one line (:class:`_UsageLine`)."""
 
@@ -61,10 +141,30 @@ def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> N
         return
     from importlib.metadata import version
 
-    from ..solver import native
-
-    click.echo(f"memsolve {version('memsolve')} ({native.describe()})")
+    click.echo(f"memsolve {version('memsolve')} ({_kernel()})")
     ctx.exit()
+
+
+def _kernel() -> str:
+    """:func:`memsolve.solver.native.describe`, without importing :mod:`memsolve.solver` (numpy
+    and the engines, several times the rest of ``--version``) when nothing has imported it yet:
+    the same three answers, from the compiled module that package would import."""
+    if "memsolve.solver" in sys.modules:
+        from ..solver import native
+
+        return native.describe()
+    folder = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "solver")
+    spec = importlib.machinery.PathFinder.find_spec("_kernel", [folder])
+    built = False
+    if spec is not None:
+        try:
+            importlib.util.module_from_spec(spec)  # loads it, as `from . import _kernel` would; not kept
+            built = True
+        except ImportError:
+            pass
+    if built and os.environ.get("MEMSOLVE_KERNEL", "").lower() != "numpy":
+        return "compiled kernel"
+    return "numpy kernel: " + ("MEMSOLVE_KERNEL=numpy" if built else "not compiled at install")
 
 
 @click.group(cls=_DefaultSolve, context_settings={"help_option_names": ["-h", "--help"]})
@@ -75,8 +175,3 @@ def main() -> None:
 
     `memsolve --policy P` is short for `memsolve solve --policy P`.
     """
-
-
-for group in (solving, ci, rounds):
-    for command in group.COMMANDS:
-        main.add_command(command)
