@@ -147,8 +147,8 @@ def test_greedy_engine_reports_the_exact_optimum_for_comparison() -> None:
 def test_public_api_exports() -> None:
     assert sorted(memsolve.__all__) == sorted([
         "ArraySolution", "Context", "InputError", "MemsolveError", "Policy", "Record", "RecordSet",
-        "Result", "SolverError", "StateError", "StateStore", "load_policy", "load_records", "policy_from_text",
-        "solve", "solve_arrays",
+        "Result", "Selector", "SolverError", "StateError", "StateStore", "load_policy", "load_records",
+        "policy_from_text", "solve", "solve_arrays",
     ])
     for name in memsolve.__all__:
         assert getattr(memsolve, name).__doc__
