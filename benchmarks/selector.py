@@ -70,8 +70,8 @@ def measure(n: int, turns: int) -> tuple[float, float, float]:
     selector = memsolve.Selector(policy, items)
     select = median_ms(lambda turn: selector.select(now=1000 + turn, trace="excluded"), turns)
     arrays = median_ms(lambda turn: memsolve.solve_arrays(tokens, utility, budget, engine="dp"), turns)
-    once = median_ms(lambda turn: memsolve.solve(policy, memsolve.load_records(items), memsolve.Context(now=1000 + turn)),
-                     max(3, turns // 5))
+    once = median_ms(lambda turn: memsolve.solve(policy, memsolve.load_records(items),
+                                                 memsolve.Context(now=1000 + turn)), max(3, turns // 5))
     return select, arrays, once
 
 
