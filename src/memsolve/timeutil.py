@@ -76,13 +76,7 @@ def parse_timestamp(value: object) -> float:
     if isinstance(value, bool):
         raise TimeValueError(f"expected a number or an RFC 3339 time, got `{value}`")
     if isinstance(value, (int, float)):
-        try:
-            number = float(value)
-        except OverflowError:
-            number = math.inf
-        if not math.isfinite(number):
-            raise TimeValueError(f"expected a finite number as a time, got `{_show(value)}`")
-        return number
+        return _finite(value, "a time")
     if isinstance(value, datetime):  # YAML turns unquoted timestamps into datetimes
         if value.tzinfo is None:
             raise TimeValueError(f"time `{_show(value)}` has no timezone; add `Z` or an offset")
@@ -156,13 +150,7 @@ def parse_duration(value: object, kind: str) -> float:
         raise TimeValueError(f"expected a duration, got `{value}`")
     if kind == NUMBER:
         if isinstance(value, (int, float)):
-            try:
-                number = float(value)
-            except OverflowError:
-                number = math.inf
-            if not math.isfinite(number):
-                raise TimeValueError(f"expected a finite number as a duration, got `{_show(value)}`")
-            return number
+            return _finite(value, "a duration")
         raise TimeValueError(
             f"times are plain numbers here, so durations must be numbers too, got `{_show(value)}`"
         )
@@ -202,3 +190,14 @@ def format_time(value: float, kind: str) -> float | str:
 
 def now_seconds() -> float:
     return datetime.now(tz=timezone.utc).replace(microsecond=0).timestamp()
+
+
+def _finite(value: int | float, what: str) -> float:
+    """A number as a float; NaN, infinities and integers past the float range are refused."""
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise TimeValueError(f"expected a finite number as {what}, got `{_show(value)}`")
+    return number
