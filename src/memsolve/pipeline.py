@@ -147,8 +147,7 @@ def result(
 ) -> Result:
     """The Result: every record in input order with its outcome, verdicts and allocation; the
     trace holds every record's entry, the excluded ones', or none (``trace``, TRACE_MODES)."""
-    if trace not in TRACE_MODES:
-        raise InputError(f"unknown trace mode `{shown(trace)}`; expected one of {', '.join(TRACE_MODES)}")
+    _check_trace(trace)
     full, excluded_only = trace == "full", trace == "excluded"
     verdicts_at = {v.record.position: v for v in prep.verdicts}
     allocation_at = {a.record.position: a for a in allocations}
@@ -280,6 +279,7 @@ def run(
 ) -> Run:
     """Every stage in order; ``timings`` collects the seconds each took; ``trace`` says which
     records' trace entries the result carries (``full``, ``excluded`` or ``none``)."""
+    _check_trace(trace)  # before any work
     prep = prepare(policy, records, context, round_price, ceilings, timings)
     return finish(policy, records, prep, engine=engine, extra=extra, timings=timings, trace=trace)
 
@@ -304,6 +304,11 @@ def frontier(policy: Policy, records: RecordSet, context: Context | None = None)
         return dp.frontier(prep.compiled.instance)
     except dp.TooLarge as exc:
         raise SolverError(f"frontier needs the DP table: {exc}") from None
+
+
+def _check_trace(trace: str) -> None:
+    if trace not in TRACE_MODES:
+        raise InputError(f"unknown trace mode `{shown(trace)}`; expected one of {', '.join(TRACE_MODES)}")
 
 
 def _problem(
