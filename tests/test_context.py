@@ -81,3 +81,15 @@ def test_policy_context_now_and_session() -> None:
     assert outcome(solve(policy, [rec("a", session="s1"), rec("b", session="s0")])) == {"a": "raw", "b": "sessions"}
     with pytest.raises(memsolve.InputError, match="conflicting now"):
         solve(policy, [rec("a", session="s1")], now=11)
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("max_records", -3, "max_records must be an integer >= 0"),
+    ("max_records", "z", "max_records must be an integer >= 0"),
+    ("budget", True, "budget must be an integer >= 0"),
+    ("current_versions", ["a", "b"], "current_versions must map document names to version strings"),
+    ("tenant", 7, "tenant must be a string"),
+])
+def test_a_callers_wrong_types_are_input_errors(field: str, value: object, message: str) -> None:
+    with pytest.raises(memsolve.InputError, match=message):
+        solve(make_policy("budget: {tokens: 5}\n"), [rec("a")], now=1, **{field: value})

@@ -102,7 +102,8 @@ def test_non_utf8_bytes(tmp_path: Path) -> None:
 
 def test_mixed_time_kinds_in_one_view_is_an_input_error_at_the_record() -> None:
     records = [rec("a", timestamp=1), rec("b", timestamp="2026-11-30T00:00:00Z")]
-    with pytest.raises(memsolve.InputError, match="mixed time kinds: this timestamp is rfc3339 but record 0") as err:
+    expected = "mixed time kinds: this timestamp is rfc3339 but record `a` uses number"
+    with pytest.raises(memsolve.InputError, match=expected) as err:
         solve(make_policy("budget: {tokens: 5}\n"), records, now=1)
     assert err.value.path == "[1].timestamp"
 
@@ -227,3 +228,14 @@ def test_unquoted_yaml_timestamps_are_read_as_the_times_they_name(tmp_path: Path
     assert records.records[0].timestamp == 1796029200.0 and records.records[0].time_kind == "rfc3339"
     assert isinstance(records.records[1], InvalidRecord)  # no timezone: refused at its line, not a traceback
     assert records.records[1].error.location.line == 2
+
+
+def test_an_entry_that_is_not_a_mapping_is_that_entrys_problem_and_never_echoed() -> None:
+    records = memsolve.load_records({"now": 5, "records": [
+        {"id": "a1", "tenant": "team-a", "timestamp": 1, "tokens": 1, "utility": 1.0},
+        "team-b secret: the root password is hunter2"]})
+    bad = records.records[1]
+    assert isinstance(bad, InvalidRecord) and bad.tenant is None
+    assert bad.error.message == "expected a mapping (a record), got a string"
+    mine = solve(make_policy("budget: {tokens: 5}\ntenant: team-a\n"), records.source.data)
+    assert [s.id for s in mine.selected] == ["a1"] and mine.other_tenants == 1

@@ -97,3 +97,11 @@ def test_with_state_every_select_is_one_round_like_the_cli(tmp_path: Path, cli) 
         Selector(policy, [], state=db_api)
     with pytest.raises(memsolve.InputError, match="no state"):
         Selector(policy, []).select(refresh=True)
+
+
+def test_remove_touches_only_the_policys_tenant_and_a_case_object_is_accepted() -> None:
+    policy = memsolve.load_policy(ROOT / "policies/team-a.yaml")
+    selector = Selector(policy, json.loads((ROOT / "examples/shared.json").read_text()))  # a case object
+    assert selector.remove(["b-ticket"]) == 0  # team-b's record: not team-a's to remove, and no oracle
+    assert selector.remove(["a-db-arch"]) == 1
+    assert len(selector.records.records) == 32

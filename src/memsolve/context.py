@@ -90,6 +90,7 @@ def _pick(name: str, given: list[_Given]) -> Any:
 def resolve_context(policy: Policy, records: RecordSet, context: Context | None) -> ResolvedContext:
     """Reconcile caller, records file and policy; raise InputError on any conflict or gap."""
     ctx = context or Context()
+    _check_caller(ctx)
     rc = records.context
     flag, file = "the caller", "the records file"
 
@@ -114,6 +115,9 @@ def resolve_context(policy: Policy, records: RecordSet, context: Context | None)
         raise InputError(f"budget must be an integer >= 0, got `{budget}`", Location(policy.file))
     max_records = everywhere("max_records", ctx.max_records, rc.max_records, policy.budget.max_records,
                              "budget", "max_records")
+    if max_records is not None and (isinstance(max_records, bool) or not isinstance(max_records, int)
+                                    or max_records < 0):
+        raise InputError(f"max_records must be an integer >= 0, got `{shown(max_records)}`", Location(policy.file))
     tenant = everywhere("tenant", ctx.tenant, rc.tenant, policy.tenant, "tenant")
     session = everywhere("session", ctx.session, rc.session, policy.context.session, "context", "session")
     query = everywhere("query", ctx.query, rc.query, policy.context.query, "context", "query")
@@ -190,6 +194,24 @@ def resolve_context(policy: Policy, records: RecordSet, context: Context | None)
         current_version=current_version,
         current_versions=current_versions,
     )
+
+
+def _check_caller(ctx: Context) -> None:
+    """The caller's own values have the right types (the records file and the policy are checked
+    by their schemas): a wrong one is an input error, never a crash further on."""
+    for name in ("tenant", "session", "query", "current_version"):
+        value = getattr(ctx, name)
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{name} must be a string, got `{shown(value)}`")
+    for name in ("budget", "max_records"):
+        value = getattr(ctx, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            raise InputError(f"{name} must be an integer >= 0, got `{shown(value)}`")
+    versions = ctx.current_versions
+    if not isinstance(versions, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in versions.items()
+    ):
+        raise InputError("current_versions must map document names to version strings")
 
 
 def _normal_time(value: Any) -> Any:

@@ -151,7 +151,7 @@ class RecordSet:
                 first = record
             elif record.time_kind != first.time_kind:
                 raise InputError(
-                    f"mixed time kinds: this timestamp is {record.time_kind} but record {first.position} uses "
+                    f"mixed time kinds: this timestamp is {record.time_kind} but record `{shown(first.id)}` uses "
                     f"{first.time_kind}; use plain numbers everywhere or RFC 3339 everywhere",
                     self.locate_field(record.position, "timestamp"),
                 )
@@ -179,11 +179,10 @@ def _build(doc: Document, sha256: str) -> RecordSet:
             if bad is not None:
                 raise doc.error(bad[0], not_finite(bad[1]))
     # the file's shape; each record is checked on its own below (so one bad record can be excluded)
+    # (an entry that is not a mapping is that entry's problem, not the file's: it may be another tenant's)
     shape = {**data, "records": []} if isinstance(data, dict) and isinstance(data.get("records"), list) else data
-    if not (isinstance(shape, list) and all(isinstance(item, dict) for item in shape)):
+    if not isinstance(shape, list):
         schemas.check(doc, shape, "records")
-    if isinstance(data, dict) and not all(isinstance(item, dict) for item in data["records"]):
-        schemas.check(doc, data, "records")
     if isinstance(data, dict):
         items, prefix = data["records"], ("records",)
         context = Context(**{name: data[name] for name in CONTEXT_FIELDS if name in data})
@@ -201,8 +200,9 @@ def _build(doc: Document, sha256: str) -> RecordSet:
         try:
             record = _record(doc, item, position, path)
         except InputError as error:
-            rid = item.get("id") if isinstance(item.get("id"), str) else None
-            tenant = item.get("tenant") if isinstance(item.get("tenant"), str) else None
+            fields = item if isinstance(item, dict) else {}
+            rid = fields.get("id") if isinstance(fields.get("id"), str) else None
+            tenant = fields.get("tenant") if isinstance(fields.get("tenant"), str) else None
             records.append(InvalidRecord(rid, position, error, tenant))
             continue
         identity = (record.tenant, record.id)
@@ -233,7 +233,10 @@ def _actions(doc: Document, data: Mapping[str, Any]) -> ActionValues | None:
 
 
 def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...]) -> Record:
-    if isinstance(item, dict) and isinstance(item.get("timestamp"), datetime):
+    if not isinstance(item, dict):  # named by type: its contents are never echoed
+        kind = "a list" if isinstance(item, list) else "a string" if isinstance(item, str) else "a number or null"
+        raise doc.error(path, f"expected a mapping (a record), got {kind}")
+    if isinstance(item.get("timestamp"), datetime):
         # YAML reads an unquoted timestamp as a datetime: check it as the RFC 3339 text it was
         item = {**item, "timestamp": item["timestamp"].isoformat()}
     if not looks_valid(item):  # the fast path; jsonschema words the error (and is the authority)

@@ -46,7 +46,7 @@ class Selector:
     ) -> None:
         self.policy = policy if isinstance(policy, Policy) else load_policy(policy)
         self._records = records if isinstance(records, RecordSet) else load_records(
-            records if isinstance(records, (str, Path)) else list(records)
+            records if isinstance(records, (str, Path, Mapping)) else list(records)  # a mapping: a case object
         )
         if (state is None) != (agent is None):
             raise InputError("a Selector with state needs an agent, and an agent needs state")
@@ -74,7 +74,9 @@ class Selector:
         self._records = self._records.extended(replace(new, records=tuple(clash)))
 
     def remove(self, ids: Iterable[str], tenant: str | None = None) -> int:
-        """Drop the records with these ids (only ``tenant``'s when given); returns how many went."""
+        """Drop ``tenant``'s records with these ids (the policy's tenant when none is given; every
+        record with such an id only when neither names one); returns how many went."""
+        tenant = tenant if tenant is not None else self.policy.tenant
         gone = set(ids)
         kept = tuple(r for r in self._records.records
                      if not (r.id in gone and (tenant is None or r.tenant == tenant)))

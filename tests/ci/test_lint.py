@@ -25,3 +25,19 @@ def test_check_lint_codes(cli, tmp_path: Path) -> None:
     failed = cli("check", broken, "--format", "json")
     assert failed.exit_code == 1
     assert [f["code"] for f in json.loads(failed.stdout)["findings"]] == ["MS000"]
+
+
+def test_budget_lint_reads_only_the_tenants_records(tmp_path: Path) -> None:
+    from memsolve.ci.lint import check_policy
+    from memsolve.records import load_records
+
+    policy = write(tmp_path, "p.yaml", "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: p}\n"
+                                       "tenant: team-a\nbudget: {tokens: 5}\n")
+    messages = []
+    for theirs in (1, 7, 100):  # another tenant's smallest record must change nothing
+        records = load_records({"now": 100, "records": [
+            {"id": "a1", "tenant": "team-a", "timestamp": 1, "tokens": 10, "utility": 1.0},
+            {"id": "b1", "tenant": "team-b", "timestamp": 1, "tokens": theirs, "utility": 1.0}]})
+        messages.append([f.message for f in check_policy(str(policy), records) if f.code == "MS004"])
+    assert messages[0] == messages[1] == messages[2] == [
+        "budget 5 is below the smallest representation of every record (10 tokens): nothing can be selected"]

@@ -235,3 +235,11 @@ def test_now_with_non_ascii_digits_is_no_number() -> None:
 
     assert parse_now("2026") == 2026 and parse_now("-3") == -3 and parse_now("1.5") == 1.5
     assert parse_now("٢٠٢٦") == "٢٠٢٦" and parse_now("１２") == "１２"  # kept as text: refused as a time later
+
+
+@pytest.mark.parametrize("flags", [["--current-version", "="], ["--current-version", "a=1", "--current-version", "a=2"],
+                                   ["--now", "1" * 5000]])
+def test_bad_context_flags_are_one_line_exit_2(cli, flags: list[str]) -> None:
+    for command in ([], ["audit", "--baseline", "audits/team-a.json"]):
+        result = cli(*command, "--policy", "policies/team-a.yaml", *flags)
+        assert result.exit_code == 2 and result.stderr.startswith("error: ") and result.stderr.count("\n") == 1

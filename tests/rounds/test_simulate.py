@@ -36,3 +36,14 @@ def test_simulate_bad_rounds_file(tmp_path: Path, cli) -> None:
     bad = write(tmp_path, "r.jsonl", '[{"id": "a", "timestamp": 0, "tokens": 1, "utility": 1}]\n{"recs": []}\n')
     result = cli("simulate", "--policy", "policies/conversation.yaml", "--rounds-file", bad)
     assert result.exit_code == 2 and f"{bad}:2" in result.stderr
+
+
+def test_another_tenants_bad_record_never_stops_a_simulation(tmp_path: Path, cli) -> None:
+    policy = write(tmp_path, "p.yaml", "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: p}\n"
+                                       "tenant: team-a\nbudget: {tokens: 50}\n")
+    rounds = write(tmp_path, "rounds.jsonl", json.dumps({"now": 5, "records": [
+        {"id": "a1", "tenant": "team-a", "timestamp": 1, "tokens": 3, "utility": 1.0},
+        {"id": "b-secret-plan", "tenant": "team-b", "timestamp": 1, "tokens": -7}]}) + "\n")
+    result = cli("simulate", "--policy", policy, "--rounds-file", rounds, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert "b-secret" not in result.stdout + result.stderr

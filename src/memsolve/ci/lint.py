@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..context import Context
+from ..context import Context, resolve_context
 from ..errors import InputError, Location, MemsolveError
 from ..policies.load import load_policy
 from ..policies.model import FreshnessRule, MaxAgeRule, Policy, RelevanceRule, SessionsRule, StoresRule
@@ -102,8 +102,9 @@ def _on_records(policy: Policy, records: RecordSet, context: Context | None) -> 
             out.append(Finding("check", f"{name}: {rule.id}", False,
                                f"excludes nothing on these {len(records.records)} records", "MS001", "warning",
                                rule.where))
+    mine = records.view(resolve_context(policy, records, context).tenant)  # never another tenant's sizes
     sizes = [min(level.tokens for level in r.levels if level.tokens is not None)
-             for r in records.valid if any(level.tokens is not None for level in r.levels)]
+             for r in mine.valid if any(level.tokens is not None for level in r.levels)]
     if sizes and result.budget < min(sizes):
         out.append(Finding("check", f"{name}: budget", False,
                            f"budget {result.budget} is below the smallest representation of every record "

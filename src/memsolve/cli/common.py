@@ -105,7 +105,10 @@ def parse_now(value: str | None) -> Any:
     if value is None:
         return None
     if re.fullmatch(r"-?[0-9]+", value):  # ASCII digits only: `٢٠٢٦` is no number
-        return int(value)
+        try:
+            return int(value)
+        except ValueError:  # past Python's digit limit: no time anyway, refused as one later
+            return value
     if not value.isascii():
         return value  # float() would read non-ASCII digits as a number
     try:
@@ -182,6 +185,7 @@ def context_options(func: Callable[..., Any]) -> Callable[..., Any]:
     ``context`` in their place."""
 
     @functools.wraps(func)
+    @guarded  # a bad context flag is one line and exit 2 like every other input error
     def wrapper(**kwargs: Any) -> Any:
         context = context_from_flags(kwargs)
         inputs = Inputs(kwargs.pop("policy_path"), kwargs.pop("records_path"), kwargs.pop("overrides"))

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..context import Context
-from ..errors import InputError, Location
+from ..errors import InputError, Location, shown
 from ..policies.model import Policy
 from ..records import load_records
 from ..source import load_document
@@ -58,9 +58,11 @@ def run_simulation(policy: Policy, batches: Sequence[Batch], *, agent: str = "si
         for batch in batches:
             seen.extend(batch.records)
             records = load_records(list(seen))
-            if records.invalid:
-                bad = records.invalid[0]
-                raise InputError(f"round {len(rows) + 1}: record `{bad.id}`: {bad.error.message}", batch.where)
+            mine = records.view(policy.tenant)  # another tenant's bad record is only counted
+            if mine.invalid:
+                bad = mine.invalid[0]
+                raise InputError(f"round {len(rows) + 1}: record `{shown(bad.id)}`: {bad.error.message}",
+                                 batch.where)
             context = Context(now=batch.now) if batch.now is not None else None
             rows.append(RoundRow.of(store.round(policy, records, context, agent=agent)))
     return rows
