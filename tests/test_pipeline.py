@@ -152,3 +152,14 @@ def test_public_api_exports() -> None:
     ])
     for name in memsolve.__all__:
         assert getattr(memsolve, name).__doc__
+
+
+def test_a_duplicate_never_hides_the_outcome_of_the_record_that_holds_the_id() -> None:
+    policy = memsolve.policy_from_text("apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: p}\n"
+                                       "budget: {tokens: 5}\non_invalid_record: exclude\n")
+    records = [{"id": "x", "timestamp": 1, "tokens": 1, "utility": 1.0},
+               {"id": "x", "timestamp": 1, "tokens": 1, "utility": 2.0},
+               {"timestamp": 1, "tokens": 1}]
+    outcomes = memsolve.solve(policy, memsolve.load_records(records), memsolve.Context(now=5)).outcomes()
+    assert outcomes["x"] == {"outcome": "selected", "level": "raw"}
+    assert outcomes["x#1"]["rule"] == "invalid" and outcomes["#2"]["rule"] == "invalid"

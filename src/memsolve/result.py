@@ -259,16 +259,18 @@ class Result:
         return next((t for t in self.trace if t.id == record_id), None)
 
     def outcomes(self) -> dict[str, dict[str, Any]]:
-        """Each record's outcome, keyed by id (records without an id by ``#position``): what audits,
-        baselines, diffs and policy tests compare."""
+        """Each record's outcome, keyed by id (records without an id by ``#position``, a duplicate id
+        by ``id#position``): what audits, baselines, diffs and policy tests compare."""
         out: dict[str, dict[str, Any]] = {}
         for s in self.selected:
             out[s.id] = {"outcome": "selected", "level": s.level}
         for d in self.dropped:
             out[d.id] = {"outcome": "dropped", "reason": d.reason}
         for e in self.excluded:
-            out[e.id if e.id is not None else f"#{e.position}"] = {"outcome": "excluded", "rule": e.rule,
-                                                                   "reason": e.reason}
+            # no id, or the id of a record already listed (a duplicate): keyed by its position too,
+            # so it never overwrites the record that holds the id
+            key = e.id if e.id is not None and e.id not in out else f"{e.id or ''}#{e.position}"
+            out[key] = {"outcome": "excluded", "rule": e.rule, "reason": e.reason}
         return out
 
 
