@@ -163,3 +163,19 @@ def test_a_duplicate_never_hides_the_outcome_of_the_record_that_holds_the_id() -
     outcomes = memsolve.solve(policy, memsolve.load_records(records), memsolve.Context(now=5)).outcomes()
     assert outcomes["x"] == {"outcome": "selected", "level": "raw"}
     assert outcomes["x#1"]["rule"] == "invalid" and outcomes["#2"]["rule"] == "invalid"
+
+
+def test_a_run_leaves_the_garbage_collector_as_it_found_it() -> None:
+    import gc
+
+    policy = memsolve.load_policy(ROOT / "policies/team-a.yaml")
+    records = memsolve.load_records(ROOT / "examples/shared.json")
+    for enabled in (True, False):
+        (gc.enable if enabled else gc.disable)()
+        try:
+            memsolve.solve(policy, records)
+            with pytest.raises(memsolve.InputError):
+                memsolve.solve(policy, records, memsolve.Context(now=1))  # fails inside the run
+            assert gc.isenabled() is enabled
+        finally:
+            gc.enable()
