@@ -122,7 +122,14 @@ class RecordSet:
 
     def extended(self, more: RecordSet) -> RecordSet:
         """This set with ``more``'s records after its own (positions continue; each record is still
-        located in the file it came from). The caller settles identity clashes."""
+        located in the file it came from). A record of ``more`` whose (tenant, id) this set holds
+        already is a duplicate: kept as invalid, as on load."""
+        held = {(r.tenant, r.id) for r in self.valid}
+        more = replace(more, records=tuple(
+            _duplicate(r, more.locate_field(r.position, "id")) if isinstance(r, Record) and (r.tenant, r.id) in held
+            else r
+            for r in more.records
+        ))
         start = max((r.position for r in self.records), default=-1) + 1  # after any removed ones too
         moved = tuple(replace(r, position=r.position + start) for r in more.records)
         digest = hashlib.sha256(f"{self.sha256}+{more.sha256}".encode()).hexdigest()
@@ -207,13 +214,18 @@ def _build(doc: Document, sha256: str) -> RecordSet:
             continue
         identity = (record.tenant, record.id)
         if identity in seen:
-            error = doc.error(path + ("id",), f"duplicate record id `{shown(record.id)}`: an earlier record "
-                              "of the same tenant has it")
-            records.append(InvalidRecord(record.id, position, error, record.tenant))
+            records.append(_duplicate(record, doc.locate(path + ("id",))))
             continue
         seen.add(identity)
         records.append(record)
     return RecordSet(tuple(records), context, actions, doc.file, sha256, doc, prefix)
+
+
+def _duplicate(record: Record, where: Location) -> InvalidRecord:
+    """A second record with the (tenant, id) of an earlier one: that tenant's input error."""
+    error = InputError(f"duplicate record id `{shown(record.id)}`: an earlier record of the same tenant has it",
+                       where)
+    return InvalidRecord(record.id, record.position, error, record.tenant)
 
 
 def _actions(doc: Document, data: Mapping[str, Any]) -> ActionValues | None:
@@ -234,8 +246,7 @@ def _actions(doc: Document, data: Mapping[str, Any]) -> ActionValues | None:
 
 def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...]) -> Record:
     if not isinstance(item, dict):  # named by type: its contents are never echoed
-        kind = "a list" if isinstance(item, list) else "a string" if isinstance(item, str) else "a number or null"
-        raise doc.error(path, f"expected a mapping (a record), got {kind}")
+        raise doc.error(path, f"expected a mapping (a record), got {schemas.type_name(item)}")
     if isinstance(item.get("timestamp"), datetime):
         # YAML reads an unquoted timestamp as a datetime: check it as the RFC 3339 text it was
         item = {**item, "timestamp": item["timestamp"].isoformat()}

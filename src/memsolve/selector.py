@@ -21,10 +21,10 @@ from typing import Any
 
 from . import pipeline
 from .context import Context
-from .errors import InputError, shown
+from .errors import InputError
 from .policies.load import load_policy
 from .policies.model import Policy
-from .records import InvalidRecord, Record, RecordSet, load_records
+from .records import RecordSet, load_records
 from .result import Result
 from .rounds.state import StateStore
 
@@ -62,16 +62,7 @@ class Selector:
         """Validate ``records`` (mappings as in a records file) and append them; the records held
         are not validated again. A problem with one is that record's (kept as invalid, as on
         load), and so is a duplicate of a record already held (identity is (tenant, id))."""
-        new = load_records(list(records))
-        held = {(r.tenant, r.id) for r in self._records.records if isinstance(r, Record)}
-        clash = [
-            InvalidRecord(r.id, r.position, InputError(
-                f"duplicate record id `{shown(r.id)}`: an earlier record of the same tenant has it",
-                new.locate_field(r.position, "id")), r.tenant)
-            if isinstance(r, Record) and (r.tenant, r.id) in held else r
-            for r in new.records
-        ]
-        self._records = self._records.extended(replace(new, records=tuple(clash)))
+        self._records = self._records.extended(load_records(list(records)))
 
     def remove(self, ids: Iterable[str], tenant: str | None = None) -> int:
         """Drop ``tenant``'s records with these ids (the policy's tenant when none is given; every

@@ -62,7 +62,7 @@ def describe(error: jsonschema.ValidationError) -> tuple[tuple[Any, ...], str]:
     if kind == "type":
         # at the top of a file the "value" is the whole file (a wrong path can point anywhere):
         # name its type only, never echo its contents
-        got = _shown(instance) if path else _type_of(instance)
+        got = _shown(instance) if path else type_name(instance)
         return path, f"expected {_types(error.validator_value)}, got {got}"
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         ops = {"minimum": ">=", "exclusiveMinimum": ">", "maximum": "<=", "exclusiveMaximum": "<"}
@@ -82,7 +82,7 @@ def describe(error: jsonschema.ValidationError) -> tuple[tuple[Any, ...], str]:
             return describe(deepest)
         types = sorted({_types(e.validator_value) for e in error.context if e.validator == "type"})
         if types:
-            return path, f"expected {' or '.join(types)}, got {_shown(instance) if path else _type_of(instance)}"
+            return path, f"expected {' or '.join(types)}, got {_shown(instance) if path else type_name(instance)}"
     return path, error.message
 
 
@@ -94,7 +94,8 @@ def _types(value: Any) -> str:
     return names.get(value, str(value))
 
 
-def _type_of(value: Any) -> str:
+def type_name(value: Any) -> str:
+    """What kind of value this is, in words, without echoing it (except for a mapping or list)."""
     if isinstance(value, bool):
         return "true or false"
     if isinstance(value, (int, float)):
