@@ -160,11 +160,46 @@ def _read_at_most(handle: Any, size: int, limit: int, file: str) -> bytes:
     return b"".join(parts)
 
 
+STDIN = "-"  # the path that names standard input (``--records -``)
+
+
 def load_document(path: str | Path, fmt: str | None = None) -> tuple[Document, bytes]:
-    """Read and parse a JSON, JSON Lines or YAML file; returns the document and raw bytes."""
+    """Read and parse a JSON, JSON Lines or YAML file (``-``: standard input, its format told by
+    its text); returns the document and raw bytes."""
+    if str(path) == STDIN:
+        text = read_stream()
+        return parse_text(text, "<stdin>", fmt or sniff_format(text)), text.encode("utf-8")
     fmt = fmt or format_of(path)
     text, raw = read_text(path)
     return parse_text(text, str(path), fmt), raw
+
+
+def read_stream(stream: Any = None) -> str:
+    """Standard input (or ``stream``, binary) as UTF-8 text, at most MAX_FILE_BYTES of it."""
+    handle = stream if stream is not None else sys.stdin.buffer
+    raw = _read_at_most(handle, 0, MAX_FILE_BYTES, "<stdin>")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise InputError(f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})", Location("<stdin>", line, column)) from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def sniff_format(text: str) -> str:
+    """The format of text that came without a file name: one JSON value is JSON, lines that each
+    start a JSON object are JSON Lines, anything else is YAML (whose errors then say where)."""
+    try:
+        _json_loads(text)
+        return "json"
+    except (ValueError, _DuplicateKey, RecursionError):
+        pass
+    lines = [line.strip() for line in text.split("\n") if line.strip()]
+    if lines and all(line.startswith("{") for line in lines):
+        return "jsonl"
+    stripped = text.lstrip()
+    return "json" if stripped.startswith(("[", "{")) else "yaml"  # JSON's own error, with its line
 
 
 def parse_text(text: str, file: str, fmt: str) -> Document:
