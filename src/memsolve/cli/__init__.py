@@ -44,6 +44,8 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "simulate": ("rounds", "simulate",
                  "Run many rounds through the pricing queue (the same code path as --state) and report the "
                  "trajectory."),
+    "import": ("importing", "import_records", "Records (JSON Lines) from a mem0, LangGraph, Letta or Graphiti export."),
+    "mcp": ("serving", "mcp", "A Model Context Protocol server over stdio: select_context and explain for an agent."),
 }
 _LISTING = "memsolve.listing"  # set in ctx.meta while the group lists its commands (help, completion)
 

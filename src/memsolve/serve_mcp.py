@@ -1,0 +1,144 @@
+"""A Model Context Protocol server: an agent asks memsolve for its context each turn (DESIGN §12).
+
+    memsolve mcp --policy policies/p.yaml --records memories.jsonl --state memsolve.db --agent planner
+
+Tools (one decorated function each; the docstrings are what the model reads):
+
+- ``select_context(query, budget?, session?, now?)``: the records to put in the context, with
+  ids, levels, tokens, utilities and texts, and the price per token; with state, one round.
+- ``explain(id)``: why a record got its outcome, and what would change it, for the context of
+  the last ``select_context`` (rerun without state: explaining is no round).
+
+Everything goes through :class:`memsolve.Selector`, so the answers are the library's and the
+CLI's; a tenant's answers describe only that tenant (DESIGN §9): other tenants' records are
+counted, never named, and an id of another tenant is explained exactly as one that does not
+exist. Input errors come back as tool errors (the model reads one line), never as crashes.
+Needs the ``mcp`` extra (the ``mcp`` package, 2.x: ``mcp.server.mcpserver.MCPServer``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from .context import Context
+from .errors import InputError, MemsolveError
+from .result import Result
+from .selector import Selector
+
+INSTRUCTIONS = (
+    "memsolve chooses which of this agent's memories enter the context window, under a token budget and "
+    "the governance rules of its policy. Call select_context once per turn with the user's request as the "
+    "query and put the returned texts in the prompt; call explain with a record id to learn why it was "
+    "left out and what would bring it in."
+)
+
+
+@dataclass
+class Session:
+    """What the server keeps between calls: the selector and the last turn's context and result."""
+
+    selector: Selector
+    last_context: Context | None = None
+    last_result: Result | None = field(default=None, repr=False)
+
+    def select(self, query: str, budget: int | None, session: str | None, now: float | str | None) -> dict[str, Any]:
+        result = self.selector.select(query=query, now=now, session=session, budget=budget, trace="none")
+        self.last_context = Context(now=now if now is not None else result.now, session=session, query=query,
+                                    budget=budget)
+        self.last_result = result
+        return answer(result)
+
+    def explain(self, record_id: str) -> dict[str, Any]:
+        from .ci.explain import explain as explain_record
+
+        if self.last_context is None:
+            raise InputError("nothing to explain yet: call select_context first")
+        records = self.selector.records
+        explanation = explain_record(self.selector.policy, records, record_id, self.last_context).to_dict()
+        explanation["last_turn"] = _last_outcome(self.last_result, record_id)
+        return explanation
+
+
+def answer(result: Result) -> dict[str, Any]:
+    """A turn's answer: the selected records (in input order) and what the selection cost."""
+    return {
+        "round": result.round,
+        "selected": [chosen.to_dict() for chosen in result.selected],
+        "tokens_used": result.tokens_used,
+        "budget": result.budget,
+        "price": result.price.to_dict(),
+        "objective": result.objective,
+        "dropped": [dropped.id for dropped in result.dropped],
+        "excluded": [{"id": excluded.id, "rule": excluded.rule} for excluded in result.excluded],
+        "other_tenants": result.other_tenants,
+    }
+
+
+def _last_outcome(result: Result | None, record_id: str) -> dict[str, Any] | None:
+    """The record's outcome in the last select_context (which ran with state, when there is one)."""
+    if result is None:
+        return None
+    for chosen in result.selected:
+        if chosen.id == record_id:
+            return {"outcome": "selected", "level": chosen.level}
+    for dropped in result.dropped:
+        if dropped.id == record_id:
+            return {"outcome": "dropped", "reason": dropped.reason}
+    for excluded in result.excluded:
+        if excluded.id == record_id:
+            return {"outcome": "excluded", "rule": excluded.rule, "reason": excluded.reason}
+    return None
+
+
+def build_server(selector: Selector) -> MCPServer:
+    """The MCP server over ``selector`` (run it with ``server.run("stdio")``)."""
+    held = Session(selector)
+    server = MCPServer("memsolve", instructions=INSTRUCTIONS, version=_version(), log_level="WARNING")
+
+    @server.tool()
+    def select_context(query: str, budget: int | None = None, session: str | None = None,
+                       now: float | str | None = None) -> dict[str, Any]:
+        """Choose the memories to put in the context for this turn.
+
+        Args:
+            query: what the turn is about (the user's request); relevance is scored against it.
+            budget: token budget for the memories; default: the policy's.
+            session: the current conversation's id (for policies that keep earlier sessions out).
+            now: the current time (RFC 3339, or a number for records timed in plain numbers); default: now.
+
+        Returns the selected records (id, level, tokens, utility, text) in input order, the tokens
+        used, the price per token, and the ids left out with their rule.
+        """
+        return _tool(held.select, query, budget, session, now)
+
+    @server.tool()
+    def explain(id: str) -> dict[str, Any]:  # noqa: A002 - the tool's parameter is named as DESIGN §12 names it
+        """Why a record got its outcome in the last select_context, and what would change it.
+
+        Args:
+            id: the record's id, as select_context returned it.
+
+        Returns every rule's verdict on the record, its outcome in the last turn, and the
+        utility increase or budget that would bring it in.
+        """
+        return _tool(held.explain, id)
+
+    return server
+
+
+def _tool(call: Any, *args: Any) -> dict[str, Any]:
+    try:
+        return call(*args)
+    except MemsolveError as error:  # one line for the model; memsolve's messages are tenant-safe (§9)
+        message = error.message if isinstance(error, InputError) else str(error)
+        raise ToolError(message) from None
+
+
+def _version() -> str:
+    from importlib.metadata import version
+
+    return version("memsolve")
