@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import memsolve
@@ -32,8 +32,8 @@ def levels(raw: int, u: float) -> dict:
             "keywords": {"tokens": 1, "utility": u * 0.1}}
 
 
-def test_queue_and_price_follow_the_formulas_over_many_rounds(tmp_path: Path) -> None:
-    store = StateStore(tmp_path / "s.db")
+def test_queue_and_price_follow_the_formulas_over_many_rounds(store_address) -> None:
+    store = StateStore(store_address())
     p = policy(c=2.0, alpha=0.8, q0=0.0, budget=10)
     records = memsolve.load_records([rec("big", tokens=10, utility=1000.0)])
     q = 0.0
@@ -50,16 +50,16 @@ def test_queue_and_price_follow_the_formulas_over_many_rounds(tmp_path: Path) ->
     assert [h.round for h in state.history] == list(range(1, 13))
 
 
-def test_queue_never_goes_below_zero(tmp_path: Path) -> None:
-    store = StateStore(tmp_path / "s.db")
+def test_queue_never_goes_below_zero(store_address) -> None:
+    store = StateStore(store_address())
     records = memsolve.load_records([rec("small", tokens=1, utility=1.0)])
     for _ in range(3):
         result = store.round(policy(q0=0.5, budget=10), records, agent="a")
     assert result.price.queue_before == 0.0 and result.price.queue_after == 0.0
 
 
-def test_high_price_forces_deletion_and_deleted_records_stay_out(tmp_path: Path) -> None:
-    store = StateStore(tmp_path / "s.db")
+def test_high_price_forces_deletion_and_deleted_records_stay_out(store_address) -> None:
+    store = StateStore(store_address())
     p = policy(c=500.0, q0=1.0, budget=10)  # λ/B = 50 per token in round 1
     records = memsolve.load_records([{"id": "m", "timestamp": 0, "representations": levels(8, 20.0)}])
     first = store.round(p, records, agent="a")
@@ -70,8 +70,8 @@ def test_high_price_forces_deletion_and_deleted_records_stay_out(tmp_path: Path)
     assert "deleted in round 1" in again.excluded[0].reason
 
 
-def test_refresh_clears_ceilings_but_never_resets_the_queue(tmp_path: Path) -> None:
-    store = StateStore(tmp_path / "s.db")
+def test_refresh_clears_ceilings_but_never_resets_the_queue(store_address) -> None:
+    store = StateStore(store_address())
     p = policy(c=1.0, q0=0.0, budget=10)
     records = memsolve.load_records([{"id": "m", "timestamp": 0, "representations": levels(10, 5.0)},
                                      {"id": "n", "timestamp": 0, "representations": levels(8, 4.0)}])
@@ -85,23 +85,35 @@ def test_refresh_clears_ceilings_but_never_resets_the_queue(tmp_path: Path) -> N
     assert r1.round == 1
 
 
-def test_dry_run_writes_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "s.db"
+def test_dry_run_writes_nothing(store_address, backend: str) -> None:
+    address = store_address()
     records = memsolve.load_records([rec("x")])
-    StateStore(path).round(policy(), records, agent="a", dry_run=True)
-    assert not path.exists()
-    StateStore(path).round(policy(), records, agent="a")
-    before = path.read_bytes()
-    result = StateStore(path).round(policy(), records, agent="a", dry_run=True)
-    assert result.round == 2 and path.read_bytes() == before
+    StateStore(address).round(policy(), records, agent="a", dry_run=True)
+    if backend == "sqlite":
+        assert not Path(address).exists()
+    else:
+        assert _tables(address) == []
+    StateStore(address).round(policy(), records, agent="a")
+    before = StateStore(address).export(), Path(address).read_bytes() if backend == "sqlite" else None
+    result = StateStore(address).round(policy(), records, agent="a", dry_run=True)
+    assert result.round == 2
+    assert (StateStore(address).export(), Path(address).read_bytes() if backend == "sqlite" else None) == before
 
 
-@settings(max_examples=60, deadline=None)
+def _tables(address: str) -> list[str]:
+    import psycopg
+
+    with psycopg.connect(address) as conn:
+        return [r[0] for r in conn.execute("SELECT table_name FROM information_schema.tables "
+                                           "WHERE table_schema = current_schema() ORDER BY 1")]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(0, 40), st.lists(st.floats(0.5, 20), min_size=4, max_size=4)),
                 min_size=2, max_size=6),
        st.floats(0, 50))
-def test_fidelity_never_rises_across_rounds(tmp_path_factory, rounds, c) -> None:
-    store = StateStore(tmp_path_factory.mktemp("st") / "s.db")
+def test_fidelity_never_rises_across_rounds(store_address, rounds, c) -> None:
+    store = StateStore(store_address())
     order = {"raw": 0, "summary": 1, "keywords": 2, "delete": 3}
     last: dict[str, int] = {}
     for budget, utilities in rounds:
@@ -120,8 +132,8 @@ def test_fidelity_never_rises_across_rounds(tmp_path_factory, rounds, c) -> None
             last[entry.id] = level
 
 
-def test_state_keys_separate_policies_tenants_and_agents(tmp_path: Path) -> None:
-    store = StateStore(tmp_path / "s.db")
+def test_state_keys_separate_policies_tenants_and_agents(store_address) -> None:
+    store = StateStore(store_address())
     records = memsolve.load_records([rec("x", tenant="t1")])
     store.round(policy(), records, agent="a")
     store.round(policy(), records, agent="b")
@@ -152,34 +164,54 @@ def test_foreign_files_are_refused_and_left_untouched(tmp_path: Path, cli, conte
         assert target.read_bytes() == before
 
 
-def test_newer_schema_version_is_refused(tmp_path: Path, cli) -> None:
-    path = tmp_path / "s.db"
-    StateStore(path).round(policy(), memsolve.load_records([rec("x")]), agent="a")
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE memsolve_meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION + 1),))
-    conn.commit()
-    conn.close()
-    before = path.read_bytes()
-    result = cli("--policy", "policies/ch15.yaml", "--records", "examples/ch15/base.json", "--state", path,
+def test_newer_schema_version_is_refused(store_address, backend: str, cli) -> None:
+    address = store_address()
+    StateStore(address).round(policy(), memsolve.load_records([rec("x")]), agent="a")
+    _execute(address, backend, f"UPDATE memsolve_meta SET value='{SCHEMA_VERSION + 1}' WHERE key='schema_version'")
+    before = Path(address).read_bytes() if backend == "sqlite" else _dump(address)
+    result = cli("--policy", "policies/ch15.yaml", "--records", "examples/ch15/base.json", "--state", address,
                  "--agent", "a")
     assert result.exit_code == 2 and "newer than this memsolve supports" in result.stderr
-    assert path.read_bytes() == before
+    assert result.stderr.count("\n") == 1
+    assert (Path(address).read_bytes() if backend == "sqlite" else _dump(address)) == before
 
 
-def _round_cmd(db: Path, agent: str = "a") -> list[str]:
-    return [sys.executable, "-m", "memsolve", "--policy", "policies/team-a.yaml", "--state", str(db),
+def _execute(address: str, backend: str, sql: str) -> None:
+    if backend == "sqlite":
+        conn = sqlite3.connect(address)
+        conn.execute(sql)
+        conn.commit()
+        conn.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(address) as conn:
+            conn.execute(sql)
+
+
+def _dump(address: str) -> dict[str, list]:
+    """Every row of every memsolve table (PostgreSQL), for before/after comparisons."""
+    import psycopg
+
+    with psycopg.connect(address) as conn:
+        return {t: conn.execute(f"SELECT * FROM {t} ORDER BY 1, 2").fetchall()
+                for t in ("agents", "ceilings", "history", "memsolve_meta") if t in _tables(address)}
+
+
+def _round_cmd(address: str, agent: str = "a") -> list[str]:
+    return [sys.executable, "-m", "memsolve", "--policy", "policies/team-a.yaml", "--state", address,
             "--agent", agent, "--format", "json"]
 
 
-def test_concurrent_rounds_never_lose_an_update(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
-    procs = [subprocess.Popen(_round_cmd(db, agent), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def test_concurrent_rounds_never_lose_an_update(store_address) -> None:
+    address = store_address()
+    procs = [subprocess.Popen(_round_cmd(address, agent), cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
              for agent in ["a"] * 6 + ["b"] * 2]
     outputs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0] * 8, [o[1] for o in outputs]
     rounds_a = sorted(json.loads(o[0])["round"] for o, p in zip(outputs, range(8), strict=True) if p < 6)
     assert rounds_a == [1, 2, 3, 4, 5, 6]  # every round saw the state the previous one wrote
-    store = StateStore(db)
+    store = StateStore(address)
     state = store.load(AgentKey("team-a", "team-a", "a"))
     assert state.round == 7 and [h.round for h in state.history] == [1, 2, 3, 4, 5, 6]
     queue = 0.5
@@ -240,10 +272,10 @@ def test_a_file_whose_first_round_never_committed_reads_as_empty(tmp_path: Path)
     assert store.round(policy(), memsolve.load_records([rec("x")]), agent="a").round == 1
 
 
-def test_stateful_results_match_the_result_schema(tmp_path: Path) -> None:
+def test_stateful_results_match_the_result_schema(store_address) -> None:
     from memsolve.schemas import validator
 
-    store = StateStore(tmp_path / "s.db")
+    store = StateStore(store_address())
     policy_ = memsolve.load_policy(ROOT / "policies/team-a.yaml")
     records = memsolve.load_records(ROOT / "examples/shared.json")
     for refresh in (False, False, True):

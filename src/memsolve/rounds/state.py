@@ -1,21 +1,26 @@
 """State across rounds: the MemPrice pressure queue, fidelity ceilings, and round history.
 
-One SQLite file (standard library) holds every agent's state, keyed by (policy name,
-tenant, agent). A round reads the state, solves, and writes the new state inside one
-``BEGIN IMMEDIATE`` transaction: a second process running a round for the same file waits
-for the first (up to ``timeout`` seconds) and then solves on the state the first wrote, so no
-update is lost; a crash at any point rolls back to the previous round.
+Two backends hold the same tables, keyed by (policy name, tenant, agent), behind one
+:class:`StateStore`: an embedded SQLite file (standard library; a path) and a PostgreSQL database
+(psycopg 3; a ``postgresql://`` address, :mod:`memsolve.rounds.postgres`) for many workers on many
+machines. A round reads the state, solves, and writes the new state inside one transaction that
+also holds the key's lock: a second round for the same key waits for the first and then solves on
+the state the first wrote, so no update is lost; a crash at any point rolls back to the previous
+round.
 
 Per key: the next round t (from 1), the queue Q_t, each record's fidelity ceiling with the
 round that set it, and one history row per round. ``refresh`` clears the ceilings (candidates
-are rebuilt from the archive) and never touches Q or t.
+are rebuilt from the archive) and never touches Q or t. ``state export`` writes every key as
+JSON and :meth:`StateStore.import_state` writes such a document into another store (SQLite to
+PostgreSQL), checked field by field first.
 
-A damaged file (a corrupt page, a value of the wrong type, text that is not UTF-8) is a
-:class:`StateError` saying so, raised wherever SQLite or the row checks find the damage, inside
-the transaction: it rolls back, so the file is left byte-identical, and the message never quotes
-a stored value. No ``PRAGMA quick_check`` on open: it reads the whole file (every agent's pages,
-~45 ms for 17 MB and growing with it) where a round reads one key's; damage that no read reaches
-harms nothing.
+SQLite: the transaction is ``BEGIN IMMEDIATE`` (the file's write lock), waited for up to
+``timeout`` seconds. A damaged file (a corrupt page, a value of the wrong type, text that is
+not UTF-8) is a :class:`StateError` saying so, raised wherever SQLite or the row checks find the
+damage, inside the transaction: it rolls back, so the file is left byte-identical, and the
+message never quotes a stored value. No ``PRAGMA quick_check`` on open: it reads the whole file
+(every agent's pages, ~45 ms for 17 MB and growing with it) where a round reads one key's; damage
+that no read reaches harms nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import hashlib
 import json
 import math
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,13 +153,247 @@ class AgentState:
 
 
 class StateStore:
+    """Where rounds keep their state: an embedded SQLite file (a path) or a PostgreSQL database
+    (a ``postgresql://`` address). ``StateStore(address)`` returns the backend the address names
+    (:class:`SQLiteStore` or :class:`memsolve.rounds.postgres.PostgresStore`); both hold the same
+    tables and give the same answers. A backend supplies the transaction (with the lock that keeps
+    one round per key at a time), the schema check and its error messages; reading, rounds,
+    operators' tools and import are written once, here."""
+
+    address: str
+    # a row of round 0 is a first round's lock, not state (PostgreSQL's row lock mode)
+    _placeholders = False
+
+    def close(self) -> None:
+        """Release what the store holds open (connections); it reopens them if used again."""
+
+    def __enter__(self) -> StateStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __new__(cls, address: str | Path, *args: Any, **kwargs: Any) -> StateStore:
+        if cls is StateStore:
+            cls = _backend(address)
+        return super().__new__(cls)
+
+    # --- what a backend supplies -------------------------------------------------------
+
+    @contextmanager
+    def transaction(self, write: bool = True, lock: AgentKey | None = None) -> Iterator[Any]:
+        """One transaction (rolled back on error), or None when nothing is stored and ``write``
+        is false. With ``write``, ``lock`` names the key whose rounds it serialises."""
+        raise NotImplementedError
+        yield
+
+    def _corrupt(self, reason: str) -> StateError:
+        return StateError(f"{self.address}: state is corrupt ({reason}); left untouched")
+
+    def _execute(self, conn: Any, sql: str, args: Sequence[Any] = ()) -> Any:
+        """Run one statement written with ``?`` placeholders; the cursor."""
+        raise NotImplementedError
+
+    def _execute_many(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        raise NotImplementedError
+
+    def _failure(self, exc: Exception) -> StateError | None:
+        """The StateError for a database error raised while writing, None for any other error."""
+        return None
+
+    # --- reading ----------------------------------------------------------------------
+
+    def load(self, key: AgentKey, conn: Any = None) -> AgentState:
+        """The state of one key (round 1, no ceilings, when nothing is stored)."""
+        if conn is None:
+            with self.transaction(write=False) as read:
+                return self.load(key, read) if read is not None else AgentState(key)
+        args = (key.policy, key.tenant, key.agent)
+        row = self._execute(conn, "SELECT round, queue FROM agents WHERE policy=? AND tenant=? AND agent=?",
+                            args).fetchone()
+        if row is None or (self._placeholders and row[0] == 0):
+            return AgentState(key)
+        # a damaged cell can still decode, as a value of another type: check every one
+        if not (_is_int(row[0]) and row[0] >= 1 and _is_number(row[1])):
+            raise self._corrupt("an agent's round or queue is not a number")
+        ceilings: dict[str, Ceiling] = {}
+        for rid, level, rnd in self._execute(
+            conn, "SELECT record, level, round FROM ceilings WHERE policy=? AND tenant=? AND agent=? ORDER BY record",
+            args,
+        ).fetchall():  # fetched whole: no statement is left half-stepped when a check fails
+            if not (type(rid) is str and type(level) is str and _is_int(rnd)):
+                raise self._corrupt("a fidelity ceiling is damaged")
+            ceilings[rid] = Ceiling(level, rnd)
+        history = tuple(
+            self._history_row(r)
+            for r in self._execute(
+                conn,
+                "SELECT round, queue_before, queue_after, lambda, tokens_used, budget, objective, refresh, "
+                "levels, result_sha256 FROM history WHERE policy=? AND tenant=? AND agent=? ORDER BY round",
+                args,
+            ).fetchall()
+        )
+        return AgentState(key, row[0], row[1], ceilings, history)
+
+    def _history_row(self, r: tuple[Any, ...]) -> RoundRow:
+        try:
+            levels = json.loads(r[8]) if type(r[8]) is str else None
+        except ValueError:
+            levels = None
+        if not (
+            all(_is_int(r[i]) for i in (0, 4, 5, 7)) and all(_is_number(r[i]) for i in (1, 2, 3, 6))
+            and isinstance(levels, dict) and all(type(k) is str and _is_int(v) for k, v in levels.items())
+            and type(r[9]) is str
+        ):
+            raise self._corrupt("a history row is damaged")
+        return RoundRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), levels, r[9])
+
+    def keys(self, agent: str | None = None, *, policy: str | None = None, tenant: str | None = None) -> list[AgentKey]:
+        """The stored keys, optionally only one agent's, one policy's (by name), one tenant's."""
+        with self.transaction(write=False) as conn:
+            if conn is None:
+                return []
+            rows = self._execute(conn, "SELECT policy, tenant, agent FROM agents ORDER BY policy, tenant, agent"
+                                 ).fetchall()
+        if not all(type(v) is str for r in rows for v in r):
+            raise self._corrupt("an agent's key is not text")
+        return [AgentKey(*r) for r in rows
+                if (agent is None or r[2] == agent) and (policy is None or r[0] == policy)
+                and (tenant is None or r[1] == tenant)]
+
+    # --- rounds -----------------------------------------------------------------------
+
+    def key_for(self, policy: Policy, records: RecordSet, context: Context | None, agent: str) -> AgentKey:
+        tenant = resolve_context(policy, records, context).tenant
+        return AgentKey(policy.name, tenant or "", agent)
+
+    def round(
+        self,
+        policy: Policy,
+        records: RecordSet,
+        context: Context | None = None,
+        *,
+        agent: str,
+        refresh: bool = False,
+        dry_run: bool = False,
+        engine: str | None = None,
+        timings: pipeline.Timings | None = None,
+        trace: str = "full",
+    ) -> Result:
+        """Run one round for ``agent``: read state, solve, write the new state atomically."""
+        key = self.key_for(policy, records, context, agent)
+        with self.transaction(write=not dry_run, lock=None if dry_run else key) as conn:
+            state = self.load(key, conn) if conn is not None else AgentState(key)
+            ceilings = {} if refresh else dict(state.ceilings)
+            result = pipeline.run(
+                policy, records, context, engine=engine,
+                round_price=state.next_price(policy),
+                ceilings=ceilings,
+                extra={"state": {"agent": agent, "round": state.round, "refresh": refresh, "dry_run": dry_run}},
+                timings=timings,
+                trace=trace,
+            ).result
+            if not dry_run and conn is not None:
+                self._write(conn, key, state, result, ceilings, refresh)
+        return result
+
+    def _write(
+        self, conn: Any, key: AgentKey, state: AgentState, result: Result, ceilings: Mapping[str, Ceiling],
+        refresh: bool,
+    ) -> None:
+        t = state.round
+        new = dict(ceilings)
+        for chosen in result.selected:
+            new[chosen.id] = Ceiling(chosen.level, t) if _changed(new.get(chosen.id), chosen.level) else new[chosen.id]
+        for dropped in result.dropped:
+            new[dropped.id] = Ceiling(DELETE, t)
+        self._store(conn, AgentState(key, t + 1, result.price.queue_after, new, (RoundRow.of(result, refresh),)),
+                    replace=True)
+
+    def _store(self, conn: Any, state: AgentState, *, replace: bool) -> None:
+        """Write ``state``: its round and queue, all its ceilings (replacing the stored ones) and its
+        history rows (added to the stored ones; ``replace`` false: the key must be new)."""
+        args = (state.key.policy, state.key.tenant, state.key.agent)
+        try:
+            if replace:
+                self._execute(conn, "INSERT INTO agents VALUES (?, ?, ?, ?, ?) ON CONFLICT (policy, tenant, agent) "
+                              "DO UPDATE SET round=excluded.round, queue=excluded.queue",
+                              (*args, state.round, state.queue))
+                self._execute(conn, "DELETE FROM ceilings WHERE policy=? AND tenant=? AND agent=?", args)
+            else:
+                self._execute(conn, "INSERT INTO agents VALUES (?, ?, ?, ?, ?)", (*args, state.round, state.queue))
+            self._execute_many(conn, "INSERT INTO ceilings VALUES (?, ?, ?, ?, ?, ?)",
+                               [(*args, rid, c.level, c.round) for rid, c in sorted(state.ceilings.items())])
+            self._execute_many(
+                conn, "INSERT INTO history VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(*args, h.round, h.queue_before, h.queue_after, h.lam, h.tokens_used, h.budget, h.objective,
+                  int(h.refresh), json.dumps(dict(h.levels), sort_keys=True), h.result_sha256)
+                 for h in state.history],
+            )
+        except Exception as exc:
+            error = self._failure(exc)
+            if error is None:
+                raise
+            raise error from None
+
+    # --- operators ---------------------------------------------------------------------
+
+    def reset(self, key: AgentKey) -> bool:
+        """Forget one key (round, queue, ceilings, history). True when something was stored."""
+        with self.transaction(write=True, lock=key) as conn:
+            assert conn is not None
+            args = (key.policy, key.tenant, key.agent)
+            row = self._execute(conn, "SELECT round FROM agents WHERE policy=? AND tenant=? AND agent=?",
+                                args).fetchone()
+            found = row is not None and not (self._placeholders and row[0] == 0)
+            self._execute(conn, "DELETE FROM agents WHERE policy=? AND tenant=? AND agent=?", args)
+            self._execute(conn, "DELETE FROM ceilings WHERE policy=? AND tenant=? AND agent=?", args)
+            self._execute(conn, "DELETE FROM history WHERE policy=? AND tenant=? AND agent=?", args)
+        return bool(found)
+
+    def export(self, agent: str | None = None, *, tenant: str | None = None) -> dict[str, Any]:
+        """Every stored key (or one agent's, one tenant's) as JSON-ready data. With ``tenant`` the
+        export holds only that tenant's keys: give one to a tenant, never the whole file."""
+        return {
+            "schema": "memsolve/state/v1",
+            "agents": [self.load(key).to_dict() for key in self.keys(agent, tenant=tenant)],
+        }
+
+
+    def import_state(self, states: Sequence[AgentState]) -> int:
+        """Write exported states (:func:`parse_export`) in one transaction: all or none. A key
+        already stored here is refused (reset it first), so an import never merges two histories."""
+        with self.transaction(write=True) as conn:
+            assert conn is not None
+            for state in states:
+                key = state.key
+                found = self._execute(conn, "SELECT 1 FROM agents WHERE policy=? AND tenant=? AND agent=?",
+                                      (key.policy, key.tenant, key.agent)).fetchone()
+                if found is not None:
+                    raise StateError(f"{self.address}: already holds state for policy {key.policy}, tenant "
+                                     f"{key.tenant or '-'}, agent {key.agent}; nothing was imported "
+                                     "(reset it first to replace it)")
+                self._store(conn, state, replace=False)
+        return len(states)
+
+
+def _backend(address: str | Path) -> type[StateStore]:
+    if isinstance(address, str) and address.startswith(("postgresql://", "postgres://")):
+        from .postgres import PostgresStore
+
+        return PostgresStore
+    return SQLiteStore
+
+
+class SQLiteStore(StateStore):
     """An embedded SQLite state file. Opening it never creates it; the first write does."""
 
     def __init__(self, path: str | Path, *, timeout: float = 60.0) -> None:
-        self.path = str(path)
+        self.path = self.address = str(path)
         self.timeout = timeout
 
     # --- connection and schema --------------------------------------------------------
+
 
     @contextmanager
     def _connect(self, write: bool) -> Iterator[sqlite3.Connection | None]:
@@ -178,8 +417,9 @@ class StateStore:
             conn.close()
 
     @contextmanager
-    def transaction(self, write: bool = True) -> Iterator[sqlite3.Connection | None]:
-        """One transaction: IMMEDIATE (holding the write lock) when writing, rolled back on error."""
+    def transaction(self, write: bool = True, lock: AgentKey | None = None) -> Iterator[sqlite3.Connection | None]:
+        """One transaction: IMMEDIATE (holding the file's write lock, which serialises every key's
+        rounds, ``lock`` included) when writing, rolled back on error."""
         with self._connect(write) as conn:
             if conn is None:
                 yield None
@@ -239,6 +479,15 @@ class StateStore:
         stored values: they may be another tenant's data)."""
         return StateError(f"{self.path}: state file is corrupt ({reason}); left untouched")
 
+    def _execute(self, conn: sqlite3.Connection, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
+        return conn.execute(sql, args)
+
+    def _execute_many(self, conn: sqlite3.Connection, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        conn.executemany(sql, rows)
+
+    def _failure(self, exc: Exception) -> StateError | None:
+        return self._error(exc) if isinstance(exc, sqlite3.DatabaseError) else None
+
     def _error(self, exc: sqlite3.Error | UnicodeDecodeError) -> StateError:
         if isinstance(exc, UnicodeDecodeError):
             return self._corrupt("malformed database schema")
@@ -257,150 +506,6 @@ class StateStore:
         if "disk" in text and "full" in text:
             return StateError(f"{self.path}: disk full while writing state; the previous round is intact")
         return StateError(f"{self.path}: state file error: {text}")
-
-    # --- reading ----------------------------------------------------------------------
-
-    def load(self, key: AgentKey, conn: sqlite3.Connection | None = None) -> AgentState:
-        """The state of one key (round 1, no ceilings, when nothing is stored)."""
-        if conn is None:
-            with self.transaction(write=False) as read:
-                return self.load(key, read) if read is not None else AgentState(key)
-        args = (key.policy, key.tenant, key.agent)
-        row = conn.execute("SELECT round, queue FROM agents WHERE policy=? AND tenant=? AND agent=?", args).fetchone()
-        if row is None:
-            return AgentState(key)
-        # a damaged cell can still decode, as a value of another type: check every one
-        if not (_is_int(row[0]) and row[0] >= 1 and _is_number(row[1])):
-            raise self._corrupt("an agent's round or queue is not a number")
-        ceilings: dict[str, Ceiling] = {}
-        for rid, level, rnd in conn.execute(
-            "SELECT record, level, round FROM ceilings WHERE policy=? AND tenant=? AND agent=? ORDER BY record", args
-        ).fetchall():  # fetched whole: no statement is left half-stepped when a check fails
-            if not (type(rid) is str and type(level) is str and _is_int(rnd)):
-                raise self._corrupt("a fidelity ceiling is damaged")
-            ceilings[rid] = Ceiling(level, rnd)
-        history = tuple(
-            self._history_row(r)
-            for r in conn.execute(
-                "SELECT round, queue_before, queue_after, lambda, tokens_used, budget, objective, refresh, "
-                "levels, result_sha256 FROM history WHERE policy=? AND tenant=? AND agent=? ORDER BY round",
-                args,
-            ).fetchall()
-        )
-        return AgentState(key, row[0], row[1], ceilings, history)
-
-    def _history_row(self, r: tuple[Any, ...]) -> RoundRow:
-        try:
-            levels = json.loads(r[8]) if type(r[8]) is str else None
-        except ValueError:
-            levels = None
-        if not (
-            all(_is_int(r[i]) for i in (0, 4, 5, 7)) and all(_is_number(r[i]) for i in (1, 2, 3, 6))
-            and isinstance(levels, dict) and all(type(k) is str and _is_int(v) for k, v in levels.items())
-            and type(r[9]) is str
-        ):
-            raise self._corrupt("a history row is damaged")
-        return RoundRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), levels, r[9])
-
-    def keys(self, agent: str | None = None, *, policy: str | None = None, tenant: str | None = None) -> list[AgentKey]:
-        """The stored keys, optionally only one agent's, one policy's (by name), one tenant's."""
-        with self.transaction(write=False) as conn:
-            if conn is None:
-                return []
-            rows = conn.execute("SELECT policy, tenant, agent FROM agents ORDER BY policy, tenant, agent").fetchall()
-        if not all(type(v) is str for r in rows for v in r):
-            raise self._corrupt("an agent's key is not text")
-        return [AgentKey(*r) for r in rows
-                if (agent is None or r[2] == agent) and (policy is None or r[0] == policy)
-                and (tenant is None or r[1] == tenant)]
-
-    # --- rounds -----------------------------------------------------------------------
-
-    def key_for(self, policy: Policy, records: RecordSet, context: Context | None, agent: str) -> AgentKey:
-        tenant = resolve_context(policy, records, context).tenant
-        return AgentKey(policy.name, tenant or "", agent)
-
-    def round(
-        self,
-        policy: Policy,
-        records: RecordSet,
-        context: Context | None = None,
-        *,
-        agent: str,
-        refresh: bool = False,
-        dry_run: bool = False,
-        engine: str | None = None,
-        timings: pipeline.Timings | None = None,
-        trace: str = "full",
-    ) -> Result:
-        """Run one round for ``agent``: read state, solve, write the new state atomically."""
-        key = self.key_for(policy, records, context, agent)
-        with self.transaction(write=not dry_run) as conn:
-            state = self.load(key, conn) if conn is not None else AgentState(key)
-            ceilings = {} if refresh else dict(state.ceilings)
-            result = pipeline.run(
-                policy, records, context, engine=engine,
-                round_price=state.next_price(policy),
-                ceilings=ceilings,
-                extra={"state": {"agent": agent, "round": state.round, "refresh": refresh, "dry_run": dry_run}},
-                timings=timings,
-                trace=trace,
-            ).result
-            if not dry_run and conn is not None:
-                self._write(conn, key, state, result, ceilings, refresh)
-        return result
-
-    def _write(
-        self, conn: sqlite3.Connection, key: AgentKey, state: AgentState, result: Result,
-        ceilings: Mapping[str, Ceiling], refresh: bool,
-    ) -> None:
-        args = (key.policy, key.tenant, key.agent)
-        t = state.round
-        new = dict(ceilings)
-        for chosen in result.selected:
-            new[chosen.id] = Ceiling(chosen.level, t) if _changed(new.get(chosen.id), chosen.level) else new[chosen.id]
-        for dropped in result.dropped:
-            new[dropped.id] = Ceiling(DELETE, t)
-        row = RoundRow.of(result, refresh)
-        try:
-            conn.execute(
-                "INSERT INTO agents VALUES (?, ?, ?, ?, ?) ON CONFLICT (policy, tenant, agent) "
-                "DO UPDATE SET round=excluded.round, queue=excluded.queue",
-                (*args, t + 1, result.price.queue_after),
-            )
-            conn.execute("DELETE FROM ceilings WHERE policy=? AND tenant=? AND agent=?", args)
-            conn.executemany(
-                "INSERT INTO ceilings VALUES (?, ?, ?, ?, ?, ?)",
-                [(*args, rid, c.level, c.round) for rid, c in sorted(new.items())],
-            )
-            conn.execute(
-                "INSERT INTO history VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (*args, t, row.queue_before, row.queue_after, row.lam, row.tokens_used, row.budget, row.objective,
-                 int(refresh), json.dumps(row.levels, sort_keys=True), row.result_sha256),
-            )
-        except sqlite3.DatabaseError as exc:
-            raise self._error(exc) from None
-
-    # --- operators ---------------------------------------------------------------------
-
-    def reset(self, key: AgentKey) -> bool:
-        """Forget one key (round, queue, ceilings, history). True when something was stored."""
-        with self.transaction(write=True) as conn:
-            assert conn is not None
-            args = (key.policy, key.tenant, key.agent)
-            found = conn.execute("DELETE FROM agents WHERE policy=? AND tenant=? AND agent=?", args).rowcount
-            conn.execute("DELETE FROM ceilings WHERE policy=? AND tenant=? AND agent=?", args)
-            conn.execute("DELETE FROM history WHERE policy=? AND tenant=? AND agent=?", args)
-        return bool(found)
-
-    def export(self, agent: str | None = None, *, tenant: str | None = None) -> dict[str, Any]:
-        """Every stored key (or one agent's, one tenant's) as JSON-ready data. With ``tenant`` the
-        export holds only that tenant's keys: give one to a tenant, never the whole file."""
-        return {
-            "schema": "memsolve/state/v1",
-            "agents": [self.load(key).to_dict() for key in self.keys(agent, tenant=tenant)],
-        }
-
 
 def _rollback(conn: sqlite3.Connection) -> None:
     """Roll back if a transaction is open; SQLite may already have rolled back (a full disk, an
@@ -422,3 +527,81 @@ def _is_number(value: Any) -> bool:
 
 def _changed(current: Ceiling | None, level: str) -> bool:
     return current is None or current.level != level
+
+
+# --- import: an exported document, checked field by field --------------------------------
+
+EXPORT_SCHEMA = "memsolve/state/v1"
+_AGENT_FIELDS = ("policy", "tenant", "agent", "round", "queue", "ceilings", "history")
+_HISTORY_FIELDS = ("round", "queue_before", "queue_after", "lambda", "tokens_used", "budget", "objective", "refresh",
+                   "levels", "result_sha256")
+
+
+def parse_export(doc: Any) -> list[AgentState]:
+    """The states of a ``state export`` document (a :class:`memsolve.source.Document`): every
+    field checked, each error one :class:`InputError` naming its file, line and field."""
+    data = doc.data
+
+    def need(ok: bool, path: tuple[Any, ...], message: str) -> None:
+        if not ok:
+            raise doc.error(path, message)
+
+    need(isinstance(data, dict) and data.get("schema") == EXPORT_SCHEMA and isinstance(data.get("agents"), list), (),
+         f"not a memsolve state export (expected `schema: {EXPORT_SCHEMA}` and `agents`)")
+    states: list[AgentState] = []
+    seen: set[AgentKey] = set()
+    for i, entry in enumerate(data["agents"]):
+        at: tuple[Any, ...] = ("agents", i)
+        need(isinstance(entry, dict), at, "expected an object")
+        _only(doc, at, entry, _AGENT_FIELDS, _AGENT_FIELDS)
+        for name in ("policy", "agent"):
+            need(type(entry[name]) is str and entry[name] != "", (*at, name), "expected a non-empty text")
+        need(entry["tenant"] is None or type(entry["tenant"]) is str, (*at, "tenant"), "expected a text or null")
+        need(_is_int(entry["round"]) and entry["round"] >= 1, (*at, "round"), "expected an integer >= 1")
+        need(_is_number(entry["queue"]) and entry["queue"] >= 0, (*at, "queue"), "expected a number >= 0")
+        key = AgentKey(entry["policy"], entry["tenant"] or "", entry["agent"])
+        need(key not in seen, at, "the same policy, tenant and agent twice")
+        seen.add(key)
+        need(isinstance(entry["ceilings"], dict), (*at, "ceilings"), "expected an object")
+        ceilings: dict[str, Ceiling] = {}
+        for rid, value in entry["ceilings"].items():
+            where = (*at, "ceilings", rid)
+            need(isinstance(value, dict), where, "expected an object with `level` and `round`")
+            _only(doc, where, value, ("level", "round"), ("level", "round"))
+            need(type(value["level"]) is str and value["level"] != "", (*where, "level"), "expected a level name")
+            need(_is_int(value["round"]) and 1 <= value["round"] < entry["round"], (*where, "round"),
+                 "expected the round that set it (an integer from 1 to the agent's round - 1)")
+            ceilings[rid] = Ceiling(value["level"], value["round"])
+        need(isinstance(entry["history"], list), (*at, "history"), "expected a list")
+        history: list[RoundRow] = []
+        for j, h in enumerate(entry["history"]):
+            where = (*at, "history", j)
+            need(isinstance(h, dict), where, "expected an object")
+            _only(doc, where, h, _HISTORY_FIELDS, (*_HISTORY_FIELDS, "occupancy"))  # occupancy: derived
+            need(_is_int(h["round"]) and 1 <= h["round"] < entry["round"]
+                 and (not history or h["round"] > history[-1].round), (*where, "round"),
+                 "expected rounds in increasing order, each below the agent's round")
+            for name in ("queue_before", "queue_after", "lambda", "objective"):
+                need(_is_number(h[name]), (*where, name), "expected a finite number")
+            for name in ("tokens_used", "budget"):
+                need(_is_int(h[name]) and h[name] >= 0, (*where, name), "expected an integer >= 0")
+            need(type(h["refresh"]) is bool, (*where, "refresh"), "expected true or false")
+            need(isinstance(h["levels"], dict) and all(_is_int(v) and v >= 0 for v in h["levels"].values()),
+                 (*where, "levels"), "expected an object of counts per level")
+            need(type(h["result_sha256"]) is str and len(h["result_sha256"]) == 64, (*where, "result_sha256"),
+                 "expected a SHA-256 in hex")
+            history.append(RoundRow(h["round"], h["queue_before"], h["queue_after"], h["lambda"], h["tokens_used"],
+                                    h["budget"], h["objective"], h["refresh"], dict(sorted(h["levels"].items())),
+                                    h["result_sha256"]))
+        states.append(AgentState(key, entry["round"], entry["queue"], ceilings, tuple(history)))
+    return states
+
+
+def _only(doc: Any, at: tuple[Any, ...], value: dict[str, Any], required: Sequence[str],
+          allowed: Sequence[str]) -> None:
+    for name in value:
+        if name not in allowed:
+            raise doc.error((*at, name), f"unknown field; expected {', '.join(f'`{a}`' for a in allowed)}", key=True)
+    for name in required:
+        if name not in value:
+            raise doc.error(at, f"missing field `{name}`")
