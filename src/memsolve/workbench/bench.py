@@ -76,7 +76,9 @@ def evaluate(bench: Bench, text: str, edits: Mapping[str, Any] | None = None) ->
         try:
             knobs.apply(data, name, value)
         except InputError as error:
-            return {"yaml": text, "knobs": knobs.read(data), "error": {**error_of(error), "field": name}}
+            # a field the form sent wrong (no file or line to name): the message alone
+            return {"yaml": text, "knobs": knobs.read(data),
+                    "error": {**error_of(error), "message": f"error: {error.message}", "field": name}}
     if edits:
         text = knobs.dump(data)
     page: dict[str, Any] = {"yaml": text, "knobs": knobs.read(data)}

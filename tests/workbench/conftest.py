@@ -1,0 +1,84 @@
+"""Fixtures for the workbench: the opened incidents policy, the API client, and (for the page
+tests) one server started by the CLI and one headless Chromium for the whole session."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import ROOT, needs
+
+POLICY = "policies/incidents.yaml"
+Q = "database timeout after deploy"
+HAS_EXTRA = all(importlib.util.find_spec(m) is not None for m in ("starlette", "uvicorn", "ruamel.yaml", "httpx"))
+CHROMIUM = "/usr/bin/chromium"
+HAS_BROWSER = HAS_EXTRA and Path(CHROMIUM).exists() and importlib.util.find_spec("playwright") is not None
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--no-first-run"]
+
+extra = needs(HAS_EXTRA, "the workbench extra (starlette, uvicorn, ruamel.yaml, httpx)")
+browser_needed = needs(HAS_BROWSER, f"playwright and Debian's chromium at {CHROMIUM}")
+
+
+@pytest.fixture
+def bench() -> Any:
+    from memsolve.workbench.bench import open_bench
+
+    return open_bench(POLICY)
+
+
+@pytest.fixture
+def client(bench: Any) -> Iterator[Any]:
+    from starlette.testclient import TestClient
+
+    from memsolve.workbench.app import create_app
+
+    with TestClient(create_app(bench)) as test_client:
+        yield test_client
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[str]:
+    """``memsolve workbench`` on a free loopback port (``--port 0``); yields its address."""
+    proc = subprocess.Popen([sys.executable, "-m", "memsolve", "workbench", "--policy", POLICY, "--port", "0"],
+                            cwd=ROOT, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        line = proc.stderr.readline() if proc.stderr else ""
+        match = re.search(r"http://127\.0\.0\.1:\d+/", line)
+        assert match, f"no address from memsolve workbench: {line!r}"
+        yield match.group(0)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any, server: str) -> Iterator[Any]:
+    """A fresh browser context (its own storage) on the workbench, loaded and ready."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    tab.goto(server)
+    tab.wait_for_selector("body[data-ready=true]")
+    yield tab
+    context.close()
+    assert not errors, errors  # the page never throws, whatever the input
