@@ -21,10 +21,10 @@ RESULT_FORMATS = ("table", "json")
 # rich is imported when a table is drawn: JSON runs (CI, agents) do not pay for its import
 
 
-def _console(file: IO[str] | None) -> Console:
+def _console(file: IO[str] | None, width: int = 120) -> Console:
     from rich.console import Console
 
-    return Console(file=file, width=120, soft_wrap=False, highlight=False)
+    return Console(file=file, width=width, soft_wrap=False, highlight=False)
 
 
 def _num(value: float | None) -> str:
@@ -161,11 +161,29 @@ def trajectory_table(title: str, rows: Sequence[RoundRow], file: IO[str] | None 
 
 
 def findings_table(findings: Sequence[Finding], file: IO[str] | None = None) -> None:
-    """The failed findings (nothing when every finding passed)."""
-    rows = [(f.suite, f.name, "pass" if f.passed else f.level.upper(), f.code, f.message,
-             f.location.render() if f.location else "") for f in findings if not f.passed]
-    if rows:
-        rows_table("Findings", ["suite", "case", "result", "code", "message", "where"], rows, file)
+    """The failed findings (nothing when every finding passed). The location is never cut or
+    folded: its column keeps its full width, the message wraps, and a table that cannot fit the
+    usual width is printed wider rather than cropped."""
+    from rich.measure import Measurement
+    from rich.table import Table
+
+    from .ci.findings import location_text
+
+    rows = [(f.suite, f.name, f.level.upper(), f.code, f.message, location_text(f)) for f in findings if not f.passed]
+    if not rows:
+        return
+    table = Table(title="Findings", title_justify="left")
+    for column in ("suite", "case", "result", "code"):
+        table.add_column(column, overflow="fold")
+    table.add_column("message", ratio=1, min_width=20, overflow="fold")
+    table.add_column("where", no_wrap=True)
+    for row in rows:
+        table.add_row(*row)
+    console = _console(file)
+    needed = Measurement.get(console, console.options.update_width(10_000), table).minimum
+    if needed > console.width:
+        console = _console(file, width=needed)
+    console.print(table)
 
 
 def capture(draw: Any, *args: Any) -> str:

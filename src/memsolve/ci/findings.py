@@ -7,12 +7,14 @@ Renderers only format; the commands decide what is a finding.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import Location
+from .codes import CODES, HOMEPAGE
 
 FORMATS = ("table", "json", "junit", "sarif", "github")
 
@@ -63,68 +65,114 @@ def render(findings: Sequence[Finding], fmt: str, tool_version: str, summary: st
 
 
 def junit(findings: Sequence[Finding]) -> str:
-    """JUnit XML: one testsuite per suite, one testcase per finding."""
+    """JUnit XML: one testsuite per suite, one testcase per finding.
+
+    Only what fails the run is a ``<failure>``: a warning or note is a passing testcase that
+    carries its level, code and location as properties and its message as system-out.
+    """
     suites: dict[str, list[Finding]] = {}
     for f in findings:
         suites.setdefault(f.suite, []).append(f)
     total = len(findings)
-    failures = sum(1 for f in findings if not f.passed)
+    failures = len(failed(findings))
     lines = ['<?xml version="1.0" encoding="UTF-8"?>',
              f'<testsuites name="memsolve" tests="{total}" failures="{failures}" errors="0">']
     for suite, items in suites.items():
-        bad = sum(1 for f in items if not f.passed)
+        bad = len(failed(items))
         lines.append(f'  <testsuite name={quoteattr(suite)} tests="{len(items)}" failures="{bad}" errors="0" '
                      f'skipped="0" time="0">')
         for f in items:
             attrs = f'name={quoteattr(f.name)} classname={quoteattr(suite)} time="0"'
             if f.location is not None and f.location.file:
-                attrs += f" file={quoteattr(f.location.file)}"
+                attrs += f" file={quoteattr(_uri(f.location.file))}"
                 if f.location.line:
                     attrs += f' line="{f.location.line}"'
             if f.passed:
                 lines.append(f"    <testcase {attrs}/>")
-            else:
-                lines.append(f"    <testcase {attrs}>")
+                continue
+            lines.append(f"    <testcase {attrs}>")
+            if f.level == "error":
                 lines.append(f"      <failure message={quoteattr(f.message)} type={quoteattr(f.code or 'failure')}>"
-                             f"{escape(f.message)}</failure>")
-                lines.append("    </testcase>")
+                             f"{escape(_where(f) + f.message)}</failure>")
+            else:
+                lines.append("      <properties>")
+                for key, value in (("level", f.level), ("code", f.code), ("location", location_text(f))):
+                    if value:
+                        lines.append(f"        <property name={quoteattr(key)} value={quoteattr(value)}/>")
+                lines.append("      </properties>")
+                lines.append(f"      <system-out>{escape(f'{f.level}: {_where(f)}{f.message}')}</system-out>")
+            lines.append("    </testcase>")
         lines.append("  </testsuite>")
     lines.append("</testsuites>")
     return "\n".join(lines) + "\n"
 
 
+def location_text(f: Finding) -> str:
+    """``file:line:column`` of a finding, the file as :func:`_uri` writes it ("" when unlocated)."""
+    if f.location is None or not f.location.file:
+        return ""
+    return Location(_uri(f.location.file), f.location.line, f.location.column).render()
+
+
+def _where(f: Finding) -> str:
+    text = location_text(f)
+    return text + ": " if text else ""
+
+
+def _uri(file: str) -> str:
+    """A file as CI tools want it: relative to the working directory (the repository root in CI)
+    when it lies under it, normalised, with forward slashes."""
+    path = os.path.normpath(file)
+    if os.path.isabs(path):
+        relative = os.path.relpath(path)
+        if not relative.startswith(os.pardir):
+            path = relative
+    return path.replace(os.sep, "/")
+
+
 def sarif(findings: Sequence[Finding], tool_version: str) -> str:
-    """SARIF 2.1.0: one run, a rule per code, a result per failed finding, located in the policy."""
-    bad = [f for f in findings if not f.passed]
-    codes = sorted({f.code for f in bad})
-    rules = [{"id": code, "name": code, "shortDescription": {"text": code}} for code in codes]
+    """SARIF 2.1.0: one run; every code memsolve has is a described rule (:mod:`.codes`), each
+    failed finding a result located at the policy or record line it concerns."""
+    index = {code.id: i for i, code in enumerate(CODES)}
+    rules = [{
+        "id": code.id,
+        "name": code.name,
+        "shortDescription": {"text": code.short},
+        "fullDescription": {"text": code.help},
+        "help": {"text": code.help, "markdown": f"{code.help}\n\n[{code.id} in the README]({code.help_uri})"},
+        "helpUri": code.help_uri,
+        "defaultConfiguration": {"level": code.level},
+    } for code in CODES]
     results = []
-    for f in bad:
-        result: dict[str, Any] = {
-            "ruleId": f.code,
-            "ruleIndex": codes.index(f.code),
-            "level": f.level if f.level in ("error", "warning", "note") else "error",
-            "message": {"text": f"{f.name}: {f.message}"},
-        }
+    for f in findings:
+        if f.passed:
+            continue
+        result: dict[str, Any] = {"ruleId": f.code}
+        if f.code in index:
+            result["ruleIndex"] = index[f.code]
+        result["level"] = f.level if f.level in ("error", "warning", "note") else "error"
+        result["message"] = {"text": f"{f.name}: {f.message}"}
         if f.location is not None and f.location.file:
-            region = {"startLine": f.location.line or 1}
-            if f.location.column:
-                region["startColumn"] = f.location.column
-            result["locations"] = [{"physicalLocation": {"artifactLocation": {"uri": f.location.file},
-                                                         "region": region}}]
+            physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(f.location.file)}}
+            if f.location.line:
+                physical["region"] = {"startLine": f.location.line}
+                if f.location.column:
+                    physical["region"]["startColumn"] = f.location.column
+            result["locations"] = [{"physicalLocation": physical}]
         results.append(result)
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{"tool": {"driver": {"name": "memsolve", "version": tool_version,
-                                      "informationUri": "https://github.com/memsolve/memsolve", "rules": rules}},
+        "runs": [{"tool": {"driver": {"name": "memsolve", "version": tool_version, "informationUri": HOMEPAGE,
+                                      "rules": rules}},
+                  "columnKind": "unicodeCodePoints",
                   "results": results}],
     }
     return json.dumps(log, indent=2) + "\n"
 
 
 def github(findings: Sequence[Finding]) -> str:
-    """GitHub Actions workflow commands: one ::error/::warning line per failed finding."""
+    """GitHub Actions workflow commands: one ::error/::warning/::notice line per failed finding."""
     lines = []
     for f in findings:
         if f.passed:
@@ -132,12 +180,19 @@ def github(findings: Sequence[Finding]) -> str:
         kind = {"error": "error", "warning": "warning"}.get(f.level, "notice")
         props = []
         if f.location is not None and f.location.file:
-            props.append(f"file={f.location.file}")
+            props.append(f"file={_gh_property(_uri(f.location.file))}")
             if f.location.line:
                 props.append(f"line={f.location.line}")
-        props.append(f"title={_gh(f.code or f.suite)}")
+            if f.location.column:
+                props.append(f"col={f.location.column}")
+        props.append(f"title={_gh_property(f.code or f.suite)}")
         lines.append(f"::{kind} {','.join(props)}::{_gh(f.name + ': ' + f.message)}")
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _gh_property(text: str) -> str:
+    # property values also escape the separators of the property list
+    return _gh(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def _gh(text: str) -> str:

@@ -1,16 +1,8 @@
 """``memsolve check``: schema validation plus semantic lints with stable codes.
 
-| code  | level   | finding |
-|-------|---------|---------|
-| MS000 | error   | the policy does not load (schema or semantic error) |
-| MS001 | warning | a rule excludes nothing on the given records |
-| MS002 | warning | a freshness ttl is longer than max_age, so it never decides |
-| MS003 | error   | an empty store allow-list excludes every record |
-| MS004 | warning | the budget is below the smallest representation of every record |
-| MS005 | warning | current-session scope without a session in the policy (every call must pass one) |
-| MS006 | note    | a relevance rule with no query in the policy is active only with --query |
-| MS007 | error   | `utility: {from: relevance}` without a relevance rule |
-| MS008 | note    | the record lints (MS001, MS004) were skipped: solving needs context the policy lacks |
+The codes (MS000-MS008), their levels and help texts are in :mod:`memsolve.ci.codes`, the one
+table SARIF, the help links and the README are held to. A finding is located at the policy line
+it concerns: the rule's entry, the ttl, the budget, the `records:` line.
 """
 
 from __future__ import annotations
@@ -18,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..context import Context, resolve_context
-from ..errors import InputError, Location, MemsolveError
+from ..errors import InputError, MemsolveError
 from ..policies.load import load_policy
 from ..policies.model import FreshnessRule, MaxAgeRule, Policy, RelevanceRule, SessionsRule, StoresRule
 from ..records import RecordSet
@@ -94,7 +86,7 @@ def _on_records(policy: Policy, records: RecordSet, context: Context | None) -> 
         # e.g. a relevance policy without a query: a fact of the moment, not a policy fault
         message = error.message if isinstance(error, InputError) else str(error)
         return [Finding("check", f"{name}: records", False, f"record lints skipped: {message}", "MS008", "note",
-                        Location(policy.file, 1, 1))]
+                        policy.locate("records"))]
     out = []
     for rule in policy.rules:
         excluded = sum(1 for t in result.trace for r in t.rules if r.rule == rule.id and not r.passed)

@@ -29,13 +29,14 @@ from typing import Any
 
 from .. import pipeline
 from ..context import CONTEXT_FIELDS, Context
-from ..errors import InputError, Location, MemsolveError
+from ..errors import InputError, Location, MemsolveError, unknown
 from ..policies.load import load_policy
 from ..records import load_records
 from ..source import Document, load_document
 from .findings import Finding
 
 _EXPECT_FIELDS = ("outcome", "level", "rule")
+BUILT_IN_RULES = ("tenant", "fidelity-ceiling", "invalid")  # rule ids a trace can show that no policy entry writes
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ def run_file(path: Path) -> list[Finding]:
     suite = f"test:{data['metadata']['name']}"
     cases = _cases(doc, data)  # the whole file is checked before anything runs
     policy = load_policy(path.parent / data["policy"])
+    _check_rule_names(doc, cases, [rule.id for rule in policy.rules])
     source = data["records"]
     records = load_records(path.parent / source if isinstance(source, str) else source)
     base = dict(data.get("context") or {})
@@ -150,6 +152,16 @@ def _cases(doc: Document, data: Mapping[str, Any]) -> list[Case]:
                 raise doc.error(path + ("expect", rid, "outcome"), "expected selected, dropped, excluded or absent")
         out.append(Case(case["name"], dict(case.get("context") or {}), expect, doc.locate(path)))
     return out
+
+
+def _check_rule_names(doc: Document, cases: list[Case], rule_ids: list[str]) -> None:
+    """An expected `rule:` is a rule id as traces show it; a miss is the test file's error, with
+    the closest id, rather than a case that can never pass."""
+    known = [*rule_ids, *BUILT_IN_RULES]
+    for index, case in enumerate(cases):
+        for rid, want in case.expect.items():
+            if "rule" in want and want["rule"] not in known:
+                raise doc.error(("cases", index, "expect", rid, "rule"), unknown(want["rule"], known, "rule"))
 
 
 def summary(findings: list[Finding]) -> str:

@@ -90,7 +90,10 @@ def validate(policies) -> None:
 @click.option("--force", is_flag=True, help="Replace --plot if it exists.")
 @guarded
 def frontier(inputs: Inputs, context: Context, fmt, plot, force) -> None:
-    """Best objective at every budget 0..B, as the breakpoints of the step curve."""
+    """Best objective at every budget 0..B, as the breakpoints of the step curve.
+
+    With --plot alone the plot is written and one line says where; an explicit --format also
+    prints the frontier."""
     check_outputs({"--plot": plot}, inputs.files())
     policy, records = inputs.load()
     points = pipeline.frontier(policy, records, context)
@@ -98,6 +101,9 @@ def frontier(inputs: Inputs, context: Context, fmt, plot, force) -> None:
         from ..plot import plot_frontier
 
         plot_frontier(points, plot, force=force, title=policy.name)
+        if click.get_current_context().get_parameter_source("fmt") is click.core.ParameterSource.DEFAULT:
+            click.echo(f"frontier: {len(points)} breakpoints, plot written to {plot}")
+            return
     if fmt == "json":
         click.echo(json.dumps({"frontier": [{"budget": b, "objective": v} for b, v in points]}, indent=2))
     else:

@@ -62,10 +62,11 @@ def _apply(doc: Document, override: str) -> None:
     parts = key.split(".")
     for depth, part in enumerate(parts):
         last = depth == len(parts) - 1
-        if isinstance(node, list):  # the rule list: address an entry by its id or its type
-            entry = next((r for r in node if isinstance(r, dict) and (r.get("id") == part or part in r)), None)
+        if isinstance(node, list):  # the rule list: an entry by the id traces show, or by its type
+            entry = _rule_entry(node, part)
             if entry is None:
-                raise InputError(f"--set {key}: no rule `{part}` in the policy", where)
+                raise InputError(f"--set {key}: {unknown(part, _rule_ids(node), 'rule')} (the ids traces show)",
+                                 where)
             kind = next((k for k in entry if k != "id"), part)
             if last:
                 entry[kind] = value
@@ -78,6 +79,21 @@ def _apply(doc: Document, override: str) -> None:
             node[part] = value
             return
         node = node.setdefault(part, {})
+
+
+def _rule_ids(rules: list[Any]) -> list[str]:
+    """The ids the rule entries get (as in traces): ``id:``, else the type with ``_`` written ``-``."""
+    return [str(r.get("id", k.replace("_", "-"))) for r in rules if isinstance(r, dict)
+            for k in [next((k for k in r if k != "id"), "")]]
+
+
+def _rule_entry(rules: list[Any], name: str) -> dict[str, Any] | None:
+    """The entry a name addresses: its trace id first, then its type written either way."""
+    entries = [r for r in rules if isinstance(r, dict)]
+    for entry, rid in zip(entries, _rule_ids(entries), strict=True):
+        if rid == name:
+            return entry
+    return next((r for r in entries if name.replace("-", "_") in r), None)
 
 
 def policy_from_text(text: str, file: str = "<policy>") -> Policy:
