@@ -100,15 +100,18 @@ def test_pisingers_bound_keeps_the_search_small() -> None:
         assert result.states <= most, (n, result.states)
 
 
-def test_many_exact_ties_get_the_full_tie_rule_when_the_kernels_table_bounds_them() -> None:
+def test_many_exact_ties_get_the_full_tie_rule_from_the_expanding_tail() -> None:
     """5,000 records with sizes 1-5 and utilities 1-3: too large a table for the dense DP
-    (2.5e7 cells), but the kernel's tie-rule DP holds at most one state per token count."""
+    (2.5e7 cells); the tie rule's tail DP enumerates a few hundred of the free rows, with or
+    without the bounded-table allowance."""
     inst = generated("ties", 5000, 0)
     scaled = scale(inst)
-    assert not kernel.solve_kernel(inst, scaled, bounded_ties=False).tie_rule
-    result = kernel.solve_kernel(inst, scaled)
-    assert result.tie_rule
-    assert result.choice.tolist() == solve_dp(inst, scaled).choice.tolist()
+    expected = solve_dp(inst, scaled).choice.tolist()
+    for bounded_ties in (False, True):
+        result = kernel.solve_kernel(inst, scaled, bounded_ties=bounded_ties)
+        assert result.tie_rule
+        assert 0 < result.tail_rows < result.core.size  # the lead took the first free rows
+        assert result.choice.tolist() == expected
 
 
 def test_the_tie_rule_is_applied_on_generated_classes() -> None:
@@ -119,27 +122,44 @@ def test_the_tie_rule_is_applied_on_generated_classes() -> None:
     assert all(applied)
 
 
+def _benchmark_class(kind: str, n: int, seed: int = 1):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from generators import generate
+
+    tokens, utility, budget = generate(kind, n, seed)
+    return make_instance(tokens, utility, budget)
+
+
 def test_too_many_tied_optima_keep_value_and_tokens_and_say_so() -> None:
-    rng = np.random.default_rng(5)
-    tokens = rng.integers(1, 1000, size=(3000, 5))
-    inst = make_instance(tokens, tokens.astype(float), int(tokens.sum() // 10))  # subset-sum: value = tokens
+    """Pisinger's weakly correlated class at 50,000 records: the lead spends the bound's slack
+    on the first free rows and the tail the tie rule needs passes the state limit."""
+    inst = _benchmark_class("weakly", 50_000)
+    scaled = scale(inst)
+    result = kernel.solve_kernel(inst, scaled)
+    assert result is not None and not result.tie_rule and result.tail_rows == 0
     outcome = run(inst, "dp", "none", compare_greedy=False)
     solution = outcome.solution
-    assert solution.status == "optimal"
-    # an exact fill of the budget is the largest value any allocation can have
-    assert solution.tokens_used == inst.budget and solution.objective == float(inst.budget)
+    assert solution.status == "optimal" and solution.bound == solution.objective
+    # phase 1's optimum: its value, with the fewest tokens any allocation of that value has
+    assert solution.scaled_objective == result.value and solution.tokens_used == result.tokens
     assert "too many tied optima" in solution.detail
 
 
-def test_small_instances_with_too_many_tied_optima_get_the_full_tie_rule_from_the_dense_dp() -> None:
+def test_strongly_correlated_instances_get_the_full_tie_rule_from_the_kernel() -> None:
+    """Before the expanding tail these went to the dense DP (small) or lost the fidelity order."""
     rng = np.random.default_rng(2)
     tokens = rng.integers(1, 1000, size=(100, 5))  # Pisinger's strongly correlated class
     budget = int((tokens.min(axis=1).sum() + tokens.max(axis=1).sum()) // 2)
     inst = make_instance(tokens, tokens + 10.0, budget)
-    assert not kernel.solve_kernel(inst, scale(inst), bounded_ties=False).tie_rule
+    expected = solve_dp(inst, scale(inst)).choice.tolist()
+    result = kernel.solve_kernel(inst, scale(inst), bounded_ties=False)
+    assert result.tie_rule and result.choice.tolist() == expected
     outcome = run(inst, "dp", "none", compare_greedy=False)
-    assert "ties ordered by the dense DP" in outcome.solution.detail
-    assert outcome.solution.choice.tolist() == solve_dp(inst, scale(inst)).choice.tolist()
+    assert "tied optima" not in outcome.solution.detail and "dense DP" not in outcome.solution.detail
+    assert outcome.solution.choice.tolist() == expected
 
 
 def test_the_numpy_path_takes_over_past_the_kernel_limit(monkeypatch: pytest.MonkeyPatch) -> None:

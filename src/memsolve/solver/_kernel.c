@@ -12,19 +12,24 @@
  *      efficient while they fit) is feasible and is each row's best level at lambda.
  *   3. Phase 1, the optimum (V*, W*): value first, then fewest tokens. Rows are added in
  *      order of their gap (how much value at lambda a row loses by leaving its floor level),
- *      as in Pisinger's expanding core; states are Pareto sets of (tokens, value) changes
- *      from the floor; a state is dropped when Pisinger's bound (see Ranking) says no
- *      completion can beat the incumbent, or tie it with fewer tokens. The first incumbent is
- *      the better of two greedy fills. The search ends when no state is left or no remaining
- *      row can change.
+ *      as in Pisinger's expanding core; each row joins reduced by the current bound (an option
+ *      whose Lagrangian bound is below the incumbent never enters); states are Pareto sets of
+ *      (tokens, value) changes from the floor; a state is dropped when Pisinger's bound (see
+ *      Ranking) says no completion can beat the incumbent, or tie it with fewer tokens. The
+ *      first incumbent is the better of two greedy fills. The search stops when no state is
+ *      left or the next row's gap exceeds the gap between the bound and the incumbent: no row
+ *      outside the core can change, which is the proof of optimality.
  *   4. Phase 2, the tie rule among allocations worth (V*, W*): levels that cannot be in
  *      such an allocation are removed by the Lagrangian bound at lambda (this is the
- *      reduction handed to CP-SAT and to explain); the rows left with several levels
- *      ("free") are solved by a Pareto DP over suffixes in input order, and the allocation is
- *      rebuilt first to last, each row at the highest fidelity that still completes
- *      (V*, W*). If that DP would exceed its state limit (millions of tied optima, as in
- *      subset-sum), the phase 1 optimum is returned and the result says the third tie rule
- *      was not applied.
+ *      reduction handed to CP-SAT and to explain). The rows left with several levels
+ *      ("free") get their levels first to last, each at the highest fidelity that still
+ *      completes (V*, W*), by an expanding tail: the first rows take the "lead" (the
+ *      highest-fidelity level the bound allows given the rows before), and a Pareto DP over
+ *      the last rows, grown by half at a time, must hit the rest exactly; it witnesses that
+ *      the lead completes, and its layers rebuild the tail. On Pisinger's correlated classes
+ *      the tail is tens of rows where the whole DP would be thousands. If the DP would exceed
+ *      its state limit, the phase 1 optimum is returned and the result says the third tie
+ *      rule was not applied.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -458,7 +463,7 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
    workspace serves them all; past KEEP_BYTES it is released after the call. */
 #define KEEP_BYTES ((size_t)64 << 20)
 enum { W_HULL, W_HULL_W, W_HULL_V, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
-       W_CAND, W_GREEDY, W_BAND, W_HULL_EFF, W_SLOTS };
+       W_CAND, W_GREEDY, W_BAND, W_HULL_EFF, W_TAIL, W_TOP, W_LEAD, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
 static Vec ws_states = {NULL, 0, 0, sizeof(State)}, ws_layer_start = {NULL, 0, 0, sizeof(size_t)};
@@ -709,8 +714,13 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         int f = floor_opt[r];
         int64_t fw = option_w(P, r, f), fv = option_v(P, r, f);
         Merge merge = {.size = sizeof(State), .from = from, .to = to};
+        /* the row joins reduced by the current bound: an option whose Lagrangian bound (every
+           other row at its best at lambda) is below the incumbent's value is in no better
+           allocation, nor in one that ties it with fewer tokens */
+        i128 row_best = reduced(P, fw, fv), reach = (i128)P->q * inc_v - upper + row_best;
         for (Py_ssize_t o = 0; o <= k; o++)
-            if (option_ok(P, r, o)) merge_add(&merge, option_w(P, r, o) - fw, option_v(P, r, o) - fv, (int32_t)o);
+            if (option_ok(P, r, o) && (o == f || reduced(P, option_w(P, r, o), option_v(P, r, o)) >= reach))
+                merge_add(&merge, option_w(P, r, o) - fw, option_v(P, r, o) - fv, (int32_t)o);
         generated += count * (size_t)merge.s;
         if (generated > PHASE1_LIMIT) { rc = 1; goto done; }
         if (vec_reserve(&states, count * (size_t)merge.s)) goto done;
@@ -769,76 +779,166 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         }
     }
     int tie_rule = 1;
-    size_t generated2 = 0;
+    size_t generated2 = 0, tail_rows = 0;
     if (n_free) {
         qsort(core, n_free, sizeof(int64_t), compare_rows);
         const int64_t *free_rows = core;
+        size_t F = n_free;
         /* rest_w, rest_v: tokens and value of the fixed rows; layer j holds the suffix
-           free_rows[j..] (layer n_free is the empty suffix) */
-        int64_t room = best_w - rest_w;
+           free_rows[j..] (layer F is the empty suffix) */
+        int64_t room = best_w - rest_w, room_v = best_v - rest_v;
         /* each layer holds at most room + 1 states (one per token count): when that bounds the
            whole DP below PHASE2_BOUNDED, it runs to the end whatever pruning achieves (unless the
            caller has a cheaper way to order the ties: bounded_ties = 0) */
-        double most = (double)n_free * (double)(room + 1) * (double)(k + 1);
+        double most = (double)F * (double)(room + 1) * (double)(k + 1);
         size_t limit2 = bounded_ties && most <= PHASE2_BOUNDED ? (size_t)PHASE2_BOUNDED : PHASE2_LIMIT;
-        if (vec_reserve(&pairs, 1) || vec_reserve(&pair_start, n_free + 2)) goto done;
-        size_t *ps = pair_start.a;
-        ((Pair *)pairs.a)[0] = (Pair){0, 0};
-        pairs.len = 1;
-        ps[n_free] = 0;
-        i128 base = upper - fixed_loss;  /* bound with every free row at its best */
-        for (size_t j = n_free; j-- > 0;) {
+        /* The lead: free rows in input order, each at its highest-fidelity kept option that the
+           Lagrangian bound still allows with the rows before it at their lead options and the
+           rows after it at their best (every higher option is then proven in no allocation worth
+           (V*, W*) with this prefix). lead_bound[j]: that bound with rows 0..j-1 at the lead.
+           Prefix sums of the lead's tokens and value; suffix sums of the least and most tokens
+           and value over kept options (the window a suffix can reach). */
+        int64_t *tail = scratch(W_TAIL, 6 * (F + 1), sizeof(int64_t));
+        int32_t *top = scratch(W_TOP, F, sizeof(int32_t));
+        i128 *lead_bound = scratch(W_LEAD, F + 1, sizeof(i128));
+        if (!tail || !top || !lead_bound) goto done;
+        int64_t *top_w = tail, *top_v = tail + (F + 1), *min_w = tail + 2 * (F + 1), *max_w = tail + 3 * (F + 1),
+                *min_v = tail + 4 * (F + 1), *max_v = tail + 5 * (F + 1);
+        top_w[0] = top_v[0] = 0;
+        lead_bound[0] = upper - fixed_loss;  /* every free row at its best */
+        size_t lead = F;  /* rows the lead reaches: past it the bound allows no option */
+        for (size_t j = 0; j < F; j++) {
             Py_ssize_t r = free_rows[j];
             i128 best = reduced(P, option_w(P, r, floor_opt[r]), option_v(P, r, floor_opt[r]));
-            base -= best;  /* this row's contribution now comes from the state */
-            size_t from = ps[j + 1], to = pairs.len;
-            size_t count = to - from;
-            Merge merge = {.size = sizeof(Pair), .from = from, .to = to};
-            for (Py_ssize_t o = 0; o <= k; o++)
-                if (keep[r * (k + 1) + o]) merge_add(&merge, option_w(P, r, o), option_v(P, r, o), (int32_t)o);
-            generated2 += count * (size_t)merge.s;
-            if (generated2 > limit2) { tie_rule = 0; break; }
-            if (vec_reserve(&pairs, count * (size_t)merge.s)) goto done;
+            Py_ssize_t o = 0;
+            for (; o <= k; o++) {
+                if (!keep[r * (k + 1) + o]) continue;
+                i128 bound = lead_bound[j] - best + reduced(P, option_w(P, r, o), option_v(P, r, o));
+                if (can_match(P, bound, best_v, best_w)) break;
+            }
+            if (o > k) { lead = j; break; }
+            top[j] = (int32_t)o;
+            top_w[j + 1] = top_w[j] + option_w(P, r, o);
+            top_v[j + 1] = top_v[j] + option_v(P, r, o);
+            lead_bound[j + 1] = lead_bound[j] - best + reduced(P, option_w(P, r, o), option_v(P, r, o));
+        }
+        min_w[F] = max_w[F] = min_v[F] = max_v[F] = 0;
+        for (size_t j = F; j-- > 0;) {
+            Py_ssize_t r = free_rows[j];
+            int64_t aw = INT64_MAX, bw = INT64_MIN, av = INT64_MAX, bv = INT64_MIN;
+            for (Py_ssize_t o = 0; o <= k; o++) {
+                if (!keep[r * (k + 1) + o]) continue;
+                int64_t w = option_w(P, r, o), v = option_v(P, r, o);
+                if (w < aw) aw = w;
+                if (w > bw) bw = w;
+                if (v < av) av = v;
+                if (v > bv) bv = v;
+            }
+            min_w[j] = min_w[j + 1] + aw; max_w[j] = max_w[j + 1] + bw;
+            min_v[j] = min_v[j + 1] + av; max_v[j] = max_v[j + 1] + bv;
+        }
+        /* The tie rule with an expanding tail. With the first s free rows at the lead, the last
+           F - s rows must reach exactly T_s = (room, room_v) - lead(0..s). If they can (the
+           tail's DP holds T_s), each of the first s rows is at its tie-rule level (every higher
+           option is excluded by the bound, and the tail is a witness that the lead completes),
+           and the tail's levels follow from its layers, first to last. The tail starts at the
+           fewest rows whose window can hold T_s and grows by half until its DP holds T_s; at
+           s = 0 it is the whole tie-rule DP, which holds the optimum. A state of a tail layer
+           is kept only if the rows between s and the layer can still complete it to T_s (the
+           window) and the bound with the lead before s allows it. */
+        size_t L = F;
+        for (size_t s = lead + 1; s-- > 0;) {
+            int64_t tw = room - top_w[s], tv = room_v - top_v[s];
+            if (tw >= min_w[s] && tw <= max_w[s] && tv >= min_v[s] && tv <= max_v[s]) { L = F - s; break; }
+        }
+        if (L == 0) L = 1;
+        int found = 0;
+        size_t *ps = NULL;
+        for (;; L = L + L / 2 + 1 < F ? L + L / 2 + 1 : F) {
+            size_t s = F - L;
+            int64_t tw = room - top_w[s], tv = room_v - top_v[s];
+            int last = s == 0;
+            if (!(tw >= min_w[s] && tw <= max_w[s] && tv >= min_v[s] && tv <= max_v[s])) {
+                if (last) { rc = 2; goto done; }  /* a bug: the optimum lies outside its own window */
+                continue;
+            }
+            if (vec_reserve(&pairs, 1) || vec_reserve(&pair_start, F + 2)) goto done;
             ps = pair_start.a;
-            Pair *pr = pairs.a;
-            ps[j] = pairs.len;
-            merge.layer = (const char *)pr;
-            for (;;) {
-                int64_t bw, bv;
-                size_t at;
-                if (merge_next(&merge, &bw, &bv, &at) < 0) break;
-                if (bw > room) continue;
-                i128 bound = base + (i128)P->q * bv - (i128)P->p * bw;
-                if (!can_match(P, bound, best_v, best_w)) continue;
-                pr[pairs.len++] = (Pair){bw, bv};
-            }
-        }
-        /* layers are built from the last free row back: layer j + 1 ends where layer j starts */
-        if (tie_rule) {
-            const Pair *pr = pairs.a;
-            int64_t tw = room, tv = best_v - rest_v;
-            for (size_t j = 0; j < n_free; j++) {
+            ((Pair *)pairs.a)[0] = (Pair){0, 0};
+            pairs.len = 1;
+            ps[F] = 0;
+            i128 base = lead_bound[s];  /* the lead before s, every tail row at its best */
+            for (size_t j = F; j-- > s;) {
                 Py_ssize_t r = free_rows[j];
-                size_t lo = ps[j + 1], end = ps[j];
-                int done_row = 0;
-                for (Py_ssize_t o = 0; o <= k && !done_row; o++) {
-                    if (!keep[r * (k + 1) + o]) continue;
-                    int64_t w = tw - option_w(P, r, o), v = tv - option_v(P, r, o);
-                    size_t a = lo, b = end;  /* binary search for w in [lo, end) */
-                    while (a < b) {
-                        size_t mid = a + (b - a) / 2;
-                        if (pr[mid].w < w) a = mid + 1;
-                        else b = mid;
-                    }
-                    if (a < end && pr[a].w == w && pr[a].v == v) {
-                        choice[r] = o;
-                        tw = w; tv = v;
-                        done_row = 1;
-                    }
+                i128 best = reduced(P, option_w(P, r, floor_opt[r]), option_v(P, r, floor_opt[r]));
+                base -= best;  /* this row's contribution now comes from the state */
+                size_t from = ps[j + 1], to = pairs.len;
+                size_t count = to - from;
+                Merge merge = {.size = sizeof(Pair), .from = from, .to = to};
+                for (Py_ssize_t o = 0; o <= k; o++)
+                    if (keep[r * (k + 1) + o]) merge_add(&merge, option_w(P, r, o), option_v(P, r, o), (int32_t)o);
+                generated2 += count * (size_t)merge.s;
+                if (generated2 > limit2) goto tail_done;
+                if (vec_reserve(&pairs, count * (size_t)merge.s)) goto done;
+                ps = pair_start.a;
+                Pair *pr = pairs.a;
+                ps[j] = pairs.len;
+                merge.layer = (const char *)pr;
+                /* the rows s..j-1 between the tail's start and this layer complete it to T_s */
+                int64_t lo_w = tw - (max_w[s] - max_w[j]), hi_w = tw - (min_w[s] - min_w[j]);
+                int64_t lo_v = tv - (max_v[s] - max_v[j]), hi_v = tv - (min_v[s] - min_v[j]);
+                for (;;) {
+                    int64_t bw, bv;
+                    size_t at;
+                    if (merge_next(&merge, &bw, &bv, &at) < 0) break;
+                    if (bw > room || bw < lo_w || bw > hi_w || bv < lo_v || bv > hi_v) continue;
+                    i128 bound = base + (i128)P->q * bv - (i128)P->p * bw;
+                    if (!can_match(P, bound, best_v, best_w)) continue;
+                    pr[pairs.len++] = (Pair){bw, bv};
                 }
-                if (!done_row) { rc = 2; goto done; }  /* a bug: the states lost the optimum's suffix */
             }
+            /* layer s is [ps[s], pairs.len): does it hold T_s? */
+            {
+                const Pair *pr = pairs.a;
+                size_t a = ps[s], b = pairs.len;
+                while (a < b) {
+                    size_t mid = a + (b - a) / 2;
+                    if (pr[mid].w < tw) a = mid + 1;
+                    else b = mid;
+                }
+                found = a < pairs.len && pr[a].w == tw && pr[a].v == tv;
+            }
+            if (found) {
+                for (size_t j = 0; j < s; j++) choice[free_rows[j]] = top[j];
+                const Pair *pr = pairs.a;
+                for (size_t j = s; j < F; j++) {
+                    Py_ssize_t r = free_rows[j];
+                    size_t lo = ps[j + 1], end = ps[j];
+                    int done_row = 0;
+                    for (Py_ssize_t o = 0; o <= k && !done_row; o++) {
+                        if (!keep[r * (k + 1) + o]) continue;
+                        int64_t w = tw - option_w(P, r, o), v = tv - option_v(P, r, o);
+                        size_t a = lo, b = end;  /* binary search for w in [lo, end) */
+                        while (a < b) {
+                            size_t mid = a + (b - a) / 2;
+                            if (pr[mid].w < w) a = mid + 1;
+                            else b = mid;
+                        }
+                        if (a < end && pr[a].w == w && pr[a].v == v) {
+                            choice[r] = o;
+                            tw = w; tv = v;
+                            done_row = 1;
+                        }
+                    }
+                    if (!done_row) { rc = 2; goto done; }  /* a bug: the states lost the optimum's suffix */
+                }
+                tail_rows = L;
+                break;
+            }
+            if (last) { rc = 2; goto done; }  /* a bug: the whole DP lost the optimum */
         }
+    tail_done:
+        if (!found) tie_rule = 0;
     }
     if (!tie_rule) {
         /* the tie-rule DP gave up: report phase 1's optimum */
@@ -859,6 +959,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     info[9] = (double)tie_rule;
     info[10] = (double)generated;
     info[11] = (double)generated2;
+    info[12] = (double)tail_rows;
     rc = 0;
 done:
     ws_states = states; ws_layer_start = layer_start; ws_pairs = pairs; ws_pair_start = pair_start;
@@ -919,15 +1020,16 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     if (take_buffers(arg, b, 6) < 0) return NULL;
     PyObject *out = NULL;
     Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, (int64_t)capacity, 0, 1};
-    double info[12] = {0};
+    double info[13] = {0};
     int rc;
     rc = solve(&P, b[3].buf, b[4].buf, b[5].buf, bounded_ties, info);  /* holds the GIL: one shared workspace */
     if (rc < 0) { PyErr_NoMemory(); goto release; }
     if (rc == 2) { PyErr_SetString(PyExc_RuntimeError, "kernel: the tie-rule states lost the optimum"); goto release; }
     if (rc == 1) { out = Py_None; Py_INCREF(out); goto release; }
-    out = Py_BuildValue("(LLdLLLLLLiLL)", (long long)info[0], (long long)info[1], info[2], (long long)info[3],
+    out = Py_BuildValue("(LLdLLLLLLiLLL)", (long long)info[0], (long long)info[1], info[2], (long long)info[3],
                         (long long)info[4], (long long)info[5], (long long)info[6], (long long)info[7],
-                        (long long)info[8], (int)info[9], (long long)info[10], (long long)info[11]);
+                        (long long)info[8], (int)info[9], (long long)info[10], (long long)info[11],
+                        (long long)info[12]);
 release:
     release_buffers(b, 6);
     return out;

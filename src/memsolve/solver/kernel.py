@@ -38,6 +38,8 @@ class KernelResult:
     searched_rows: int  # rows the optimum search enumerated
     tie_rule: bool  # False: too many tied optima to order by fidelity; this is one of them
     states: int  # search states generated (a deterministic measure of the search's work)
+    search_states: int  # of which the optimum search (phase 1)
+    tail_rows: int  # rows the tie rule's DP enumerated (the others are at their highest kept level)
 
 
 def applies(instance: Instance) -> bool:
@@ -69,7 +71,7 @@ def solve_kernel(instance: Instance, scaled: Scaled, *, bounded_ties: bool = Tru
         raise SolverError(str(exc)) from None
     if info is None:
         return None
-    p, q, upper, value, used, hull, dominated, searched, core_rows, tie_rule, states, tie_states = info
+    p, q, upper, value, used, hull, dominated, searched, core_rows, tie_rule, states, tie_states, tail = info
     return KernelResult(
         choice=choice,
         keep=keep.view(bool),
@@ -83,4 +85,6 @@ def solve_kernel(instance: Instance, scaled: Scaled, *, bounded_ties: bool = Tru
         searched_rows=int(searched),
         tie_rule=bool(tie_rule),
         states=int(states) + int(tie_states),
+        search_states=int(states),
+        tail_rows=int(tail),
     )
