@@ -42,3 +42,6 @@ def import_records(source, file, tenant, tenant_from, key_from, text_from, store
     imported = import_file(source, file, options)
     write_output(imported.jsonl(), out, force)
     click.echo(imported.summary("standard input" if file == "-" else file), err=True)
+
+
+COMMANDS = (import_records,)

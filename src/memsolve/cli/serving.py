@@ -51,3 +51,6 @@ def mcp(policy_path, records_path, source, state_path, agent) -> None:
         records = load_records(records_path)
     selector = Selector(policy, records, state=state_path, agent=agent)
     build_server(selector).run("stdio")
+
+
+COMMANDS = (mcp,)

@@ -1,0 +1,77 @@
+"""``memsolve import``: JSON Lines on stdout, one summary line on stderr, one-line errors; and the
+import-then-solve pipe through ``--records -`` in real processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from memsolve import adapters
+from memsolve.cli import main
+
+from ..conftest import DATA, ROOT
+
+MEM0 = DATA / "adapters" / "mem0_get_all.json"
+
+
+def test_the_records_are_the_librarys_and_the_summary_goes_to_stderr(cli) -> None:
+    run = cli("import", "mem0", MEM0)
+    assert run.exit_code == 0
+    assert run.stdout == adapters.import_file("mem0", str(MEM0)).jsonl()
+    assert run.stderr == f"imported 3 of 3 mem0 items from {MEM0}\n"
+
+
+def test_options_reach_the_mapping(cli) -> None:
+    run = cli("import", "graphiti", DATA / "adapters" / "graphiti.json", "--omit", "fact_embedding", "--tenant", "t",
+              "--store", "graph", "--ttl", "90d")
+    records = [json.loads(line) for line in run.stdout.splitlines()]
+    assert {(r["tenant"], r["store"]) for r in records} == {("t", "graph")}
+    assert [r.get("ttl") for r in records] == ["27475200s", "90d", "90d"]  # the edge's own interval wins
+    assert all("fact_embedding" not in r.get("metadata", {}) for r in records)
+    assert "omitted fields `fact_embedding`" in run.stderr
+
+
+def test_standard_input_and_an_output_file(tmp_path) -> None:
+    out = tmp_path / "records.jsonl"
+    runner = CliRunner()
+    text = (DATA / "adapters" / "langgraph.jsonl").read_text()
+    run = runner.invoke(main, ["import", "langgraph", "-", "--out", str(out)], input=text)
+    assert run.exit_code == 0, run.stderr
+    assert run.stdout == "" and run.stderr == "imported 3 of 3 langgraph items from standard input\n"
+    assert out.read_text() == adapters.import_file("langgraph", str(DATA / "adapters" / "langgraph.jsonl")).jsonl()
+    again = runner.invoke(main, ["import", "langgraph", "-", "--out", str(out)], input=text)
+    assert again.exit_code == 2 and "exists" in again.stderr  # never overwritten silently
+
+
+def test_an_unmappable_item_is_one_line_exit_2(cli, tmp_path) -> None:
+    path = tmp_path / "export.jsonl"
+    bad = '{"id": "m2", "memory": "secret words", "created_at": "yesterday"}'
+    path.write_text('{"id": "m1", "memory": "ok", "created_at": "2026-11-01T00:00:00Z"}\n' + bad + "\n")
+    run = cli("import", "mem0", path)
+    assert run.exit_code == 2 and run.stdout == ""
+    column = bad.index('"yesterday"') + 1
+    assert run.stderr == f"error: {path}:2:{column}: [1].created_at: `yesterday` is not an ISO 8601 time\n"
+    skipped = cli("import", "mem0", path, "--skip-unmappable")
+    assert skipped.exit_code == 0 and len(skipped.stdout.splitlines()) == 1
+    assert skipped.stderr.startswith("imported 1 of 2 mem0 items") and "at [1]" in skipped.stderr
+    assert cli("import", "mem0", tmp_path / "missing.json").stderr.endswith("missing.json: file not found\n")
+    assert cli("import", "zep", path).exit_code == 2
+
+
+def test_import_then_solve_from_standard_input() -> None:
+    """DESIGN §12's pipe, as a user types it (two processes)."""
+    imported = subprocess.run([sys.executable, "-m", "memsolve", "import", "langgraph",
+                               "examples/imports/langgraph.json"], capture_output=True, text=True, cwd=ROOT,
+                              check=True)
+    solved = subprocess.run([sys.executable, "-m", "memsolve", "--policy", "policies/imported-memories.yaml",
+                             "--records", "-", "--query", "why did the deploy fail", "--now", "2026-11-28T12:00:00Z",
+                             "--format", "json"], input=imported.stdout, capture_output=True, text=True, cwd=ROOT)
+    assert solved.returncode == 0, solved.stderr
+    result = json.loads(solved.stdout)
+    assert [s["id"] for s in result["selected"]] == ["acme/memories/deploy-failure", "acme/memories/deploy-fix"]
+    assert {e["id"]: e["rule"] for e in result["excluded"]}["acme/archive/oncall"] == "latest-key"
+    assert result["other_tenants"] == 1 and "globex" not in solved.stdout
+    assert result["records"]["count"] == 6
