@@ -58,6 +58,8 @@ def server() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+        if proc.stderr:
+            proc.stderr.close()
 
 
 @pytest.fixture(scope="session")
