@@ -18,7 +18,7 @@ Needs the ``mcp`` extra (the ``mcp`` package, 2.x: ``mcp.server.mcpserver.MCPSer
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -26,6 +26,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from .context import Context
 from .errors import InputError, MemsolveError
+from .policies.model import Policy
 from .result import Result
 from .selector import Selector
 
@@ -43,22 +44,36 @@ class Session:
 
     selector: Selector
     last_context: Context | None = None
+    last_policy: Policy | None = field(default=None, repr=False)
     last_result: Result | None = field(default=None, repr=False)
 
     def select(self, query: str, budget: int | None, session: str | None, now: float | str | None) -> dict[str, Any]:
-        result = self.selector.select(query=query, now=now, session=session, budget=budget, trace="none")
-        self.last_context = Context(now=now if now is not None else result.now, session=session, query=query,
-                                    budget=budget)
-        self.last_result = result
+        selector = self._within(budget)
+        result = selector.select(query=query, now=now, session=session, trace="none")
+        self.last_context = Context(now=now if now is not None else result.now, session=session, query=query)
+        self.last_policy, self.last_result = selector.policy, result
         return answer(result)
+
+    def _within(self, budget: int | None) -> Selector:
+        """The selector for a turn's budget: the policy's budget is the cap a turn may lower, never raise."""
+        policy = self.selector.policy
+        cap = policy.budget.tokens
+        if budget is None or budget == cap:
+            return self.selector
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+            raise InputError(f"budget `{budget}` is not a token count")
+        if cap is not None and budget > cap:
+            raise InputError(f"budget `{budget}` is more than the policy's {cap} tokens; a turn may ask for less, "
+                             "never more")
+        narrowed = replace(policy, budget=replace(policy.budget, tokens=budget))
+        return Selector(narrowed, self.selector.records, state=self.selector.store, agent=self.selector.agent)
 
     def explain(self, record_id: str) -> dict[str, Any]:
         from .ci.explain import explain as explain_record
 
-        if self.last_context is None:
+        if self.last_context is None or self.last_policy is None:
             raise InputError("nothing to explain yet: call select_context first")
-        records = self.selector.records
-        explanation = explain_record(self.selector.policy, records, record_id, self.last_context).to_dict()
+        explanation = explain_record(self.last_policy, self.selector.records, record_id, self.last_context).to_dict()
         explanation["last_turn"] = _last_outcome(self.last_result, record_id)
         return explanation
 
@@ -106,7 +121,7 @@ def build_server(selector: Selector) -> MCPServer:
 
         Args:
             query: what the turn is about (the user's request); relevance is scored against it.
-            budget: token budget for the memories; default: the policy's.
+            budget: token budget for the memories this turn; default, and most: the policy's.
             session: the current conversation's id (for policies that keep earlier sessions out).
             now: the current time (RFC 3339, or a number for records timed in plain numbers); default: now.
 
