@@ -1,0 +1,127 @@
+"""The kernel on Pisinger's correlated classes and the edge shapes: exhaustive search where it
+reaches, the dense DP beyond, and the numpy path where the optimum search adds many rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memsolve.solver import kernel, make_instance, run, scale, solve_arrays
+from memsolve.solver.dp import solve_dp
+
+from .helpers import feasible_choices, tie_key
+
+
+@st.composite
+def correlated(draw, max_n: int = 7, max_k: int = 3):
+    """Utility = tokens + c (strongly), = tokens (subset-sum), or tokens plus small noise
+    (weakly): the classes where millions of allocations tie at the LP multiplier."""
+    n = draw(st.integers(0, max_n))
+    k = draw(st.integers(1, max_k))
+    tokens = np.array(draw(st.lists(st.integers(0, 15), min_size=n * k, max_size=n * k)), dtype=np.int64)
+    tokens = tokens.reshape(n, k)
+    kind = draw(st.sampled_from(["strongly", "subset-sum", "weakly"]))
+    if kind == "strongly":
+        utility = tokens + float(draw(st.integers(1, 5)))
+    elif kind == "subset-sum":
+        utility = tokens.astype(float)
+    else:
+        noise = draw(st.lists(st.integers(-2, 2), min_size=n * k, max_size=n * k))
+        utility = np.maximum(tokens + np.array(noise, dtype=float).reshape(n, k), 0.0)
+    budget = draw(st.integers(0, int(tokens.sum()) + 1))
+    return make_instance(tokens, utility, budget)
+
+
+@settings(max_examples=400, deadline=None)
+@given(correlated())
+def test_kernel_equals_exhaustive_search_on_correlated_classes(inst) -> None:
+    scaled = scale(inst)
+    key = tie_key(inst, scaled)
+    expected = max((c for c in feasible_choices(inst) if key(c) is not None), key=key)
+    result = kernel.solve_kernel(inst, scaled)
+    assert result is not None and result.tie_rule
+    assert tuple(result.choice.tolist()) == expected
+
+
+def _pisinger(kind: str, n: int, seed: int, r: int = 60, k: int = 5):
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(1, r + 1, size=(n, k))
+    utility = {
+        "weakly": lambda: np.maximum(tokens + rng.integers(-3, 4, size=tokens.shape), 1),
+        "strongly": lambda: tokens + 5,
+        "subset-sum": lambda: tokens,
+        "uncorrelated": lambda: rng.integers(1, r + 1, size=tokens.shape),
+    }[kind]().astype(float)
+    budget = int((tokens.min(axis=1).sum() + tokens.max(axis=1).sum()) // 2)
+    return make_instance(tokens, utility, budget)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["weakly", "strongly", "subset-sum", "uncorrelated"]), st.integers(150, 700),
+       st.integers(0, 2**31))
+def test_kernel_equals_dense_dp_on_pisingers_classes(kind, n, seed) -> None:
+    """Hundreds of free rows: the tie rule's tail has to grow past its first try on many."""
+    inst = _pisinger(kind, n, seed)
+    scaled = scale(inst)
+    dense = solve_dp(inst, scaled)
+    result = kernel.solve_kernel(inst, scaled)
+    assert result is not None and result.tie_rule
+    assert result.value == dense.scaled_objective
+    assert result.choice.tolist() == dense.choice.tolist()
+    assert result.tail_rows <= result.core.size
+
+
+def test_the_tail_is_a_small_part_of_the_free_rows_on_the_correlated_classes() -> None:
+    """Work, not time: on the strongly correlated and subset-sum classes every row is free
+    (all levels tie at the LP multiplier), and the tail DP enumerates a few dozen of them."""
+    for kind in ("strongly", "subset-sum"):
+        inst = _pisinger(kind, 2000, 3, r=1000)
+        result = kernel.solve_kernel(inst, scale(inst))
+        assert result.tie_rule and result.core.size > 1000
+        assert result.tail_rows < 100, (kind, result.tail_rows)
+
+
+def test_many_rows_join_the_optimum_search_and_the_numpy_path_agrees(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Uncorrelated, 10,000 records: the optimum search adds dozens of rows before no outside
+    row can change; the numpy reductions and core DP (independent code) give the same allocation."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from generators import generate
+
+    tokens, utility, budget = generate("uncorrelated", 10_000, 1)
+    inst = make_instance(tokens, utility, budget)
+    result = kernel.solve_kernel(inst, scale(inst))
+    assert result.tie_rule and result.searched_rows >= 40
+    with_kernel = run(inst, "dp", "none", compare_greedy=False).solution
+    monkeypatch.setenv("MEMSOLVE_KERNEL", "numpy")
+    without = run(inst, "dp", "none", compare_greedy=False).solution
+    assert with_kernel.choice.tolist() == without.choice.tolist()
+
+
+@pytest.mark.parametrize("kernel_on", [True, False])
+def test_empty_and_zero_budget_instances(kernel_on: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not kernel_on:
+        monkeypatch.setenv("MEMSOLVE_KERNEL", "numpy")
+    empty = solve_arrays(np.zeros((0, 3), dtype=np.int64), np.zeros((0, 3)), 100)
+    assert empty.status == "optimal" and empty.choice.size == 0 and empty.objective == 0.0 == empty.bound
+    # budget 0: only levels of 0 tokens can be kept (a free summary is kept, the rest deleted)
+    tokens = np.array([[5, 0], [3, 2], [0, 0]])
+    utility = np.array([[9.0, 1.0], [4.0, 2.0], [3.0, 3.0]])
+    zero = solve_arrays(tokens, utility, 0)
+    assert zero.choice.tolist() == [1, -1, 0]  # row 2: both levels free and equal, the higher fidelity
+    assert zero.tokens_used == 0 and zero.objective == zero.bound == 4.0
+
+
+def test_a_single_row_and_all_rows_fitting() -> None:
+    one = solve_arrays(np.array([[10, 4, 1]]), np.array([[5.0, 4.0, 1.0]]), 4)
+    assert one.choice.tolist() == [1] and one.objective == one.bound == 4.0
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(1, 50, size=(300, 4))
+    utility = tokens + 3.0
+    roomy = solve_arrays(tokens, utility, int(tokens.max(axis=1).sum()))  # everything fits: no LP split
+    assert roomy.status == "optimal"
+    assert roomy.choice.tolist() == np.argmax(utility, axis=1).tolist()
