@@ -36,7 +36,8 @@ class Finding:
         out: dict[str, Any] = {"suite": self.suite, "name": self.name, "passed": self.passed,
                                "code": self.code, "level": self.level, "message": self.message}
         if self.location is not None:
-            out["location"] = {"file": self.location.file, "line": self.location.line,
+            out["location"] = {"file": _uri(self.location.file) if self.location.file else None,
+                               "line": self.location.line,
                                "column": self.location.column}
         if self.data:
             out["data"] = self.data
