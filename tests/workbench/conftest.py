@@ -18,6 +18,7 @@ from ..conftest import ROOT, needs
 
 POLICY = "policies/incidents.yaml"
 Q = "database timeout after deploy"
+LABELLED = "examples/incidents/labelled.yaml"
 HAS_EXTRA = all(importlib.util.find_spec(m) is not None for m in ("starlette", "uvicorn", "ruamel.yaml", "httpx"))
 CHROMIUM = "/usr/bin/chromium"
 HAS_BROWSER = HAS_EXTRA and Path(CHROMIUM).exists() and importlib.util.find_spec("playwright") is not None
@@ -48,7 +49,8 @@ def client(bench: Any) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def server() -> Iterator[str]:
     """``memsolve workbench`` on a free loopback port (``--port 0``); yields its address."""
-    proc = subprocess.Popen([sys.executable, "-m", "memsolve", "workbench", "--policy", POLICY, "--port", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "memsolve", "workbench", "--policy", POLICY, "--labelled", LABELLED,
+                             "--port", "0"],
                             cwd=ROOT, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         line = proc.stderr.readline() if proc.stderr else ""

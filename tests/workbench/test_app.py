@@ -237,3 +237,38 @@ def test_every_asset_is_in_the_package_and_nothing_is_fetched_from_elsewhere(cli
         text = asset.read_text(encoding="utf-8")
         urls = set(re.findall(r"https?://[^\s\"')`]+", text)) - {"http://www.w3.org/2000/svg"}
         assert not urls, (asset.name, urls)  # no CDN, no font service: the page works offline
+
+
+def test_the_supporting_fact_counter_counts_labelled_ids_for_exact_and_greedy(cli: Any) -> None:
+    from starlette.testclient import TestClient
+
+    from memsolve.workbench.app import create_app
+    from memsolve.workbench.bench import open_bench
+
+    bench = open_bench(POLICY, labelled_path="examples/incidents/labelled.yaml")
+    with TestClient(create_app(bench)) as client:
+        data = walk(client, START)
+        assert data["supporting"] == {"labelled": True, "file": "labelled.yaml", "total": 1, "in_view": ["M3"],
+                                      "outside_view": 0, "covered": {"exact": ["M3"], "greedy": ["M3"]}}
+        assert walk(client, START, RECENT)["supporting"]["covered"] == {"exact": [], "greedy": []}
+        other = walk(client, {"tenant": "team-a", "query": "billing timeout fix"})
+        assert other["supporting"]["in_view"] == [] and other["supporting"]["outside_view"] == 1
+        assert "M7" not in json.dumps(other)  # team-b's labelled record is counted, not named
+        assert walk(client, {**START, "query": "anything else"})["supporting"] == {"labelled": False,
+                                                                                  "file": "labelled.yaml"}
+    assert walk(TestClient(create_app(open_bench(POLICY))), START)["supporting"] is None
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("kind: Other\n", "labelled.yaml:1:7: kind: a labelled set is a mapping with `kind: LabelledQueries`"),
+    ("kind: LabelledQueries\nqueries:\n  - {query: q, relevant: M3}\n",
+     "labelled.yaml:3:26: queries[0].relevant: expected a list of record ids"),
+])
+def test_a_bad_labelled_set_is_one_line_at_its_place(tmp_path: Path, text: str, message: str) -> None:
+    from memsolve.errors import InputError
+    from memsolve.workbench.labelled import load_labelled
+
+    (tmp_path / "labelled.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        load_labelled(tmp_path / "labelled.yaml")
+    assert error.value.render() == f"{tmp_path}/{message}"

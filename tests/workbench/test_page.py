@@ -239,6 +239,7 @@ def test_frontier_and_exact_against_greedy(page: Any) -> None:
     assert "budget 25:" in page.inner_text("#frontier")
     assert page.inner_text("#loss").startswith("Greedy loses ")
     assert page.locator("#compare tbody tr").count() == 4
+    assert "exact covers 1 of 1 (M3); greedy covers 1 of 1 (M3)." in page.inner_text("#supporting")
     shot(page, "frontier")
 
 

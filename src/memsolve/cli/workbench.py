@@ -7,7 +7,7 @@ import socket
 
 import click
 
-from ..errors import InputError, MemsolveError
+from ..errors import MemsolveError
 from .common import fail
 
 
@@ -15,11 +15,13 @@ from .common import fail
 @click.option("--policy", "policy_path", required=True, type=click.Path(dir_okay=False), help="Policy YAML file.")
 @click.option("--records", "records_path", type=click.Path(dir_okay=False),
               help="Records file (.json, .jsonl, .yaml); default: the policy's `records:`.")
+@click.option("--labelled", "labelled_path", type=click.Path(dir_okay=False),
+              help="Labelled queries (kind: LabelledQueries): the page counts the supporting facts the tray covers.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on; anything but loopback shows the page to the network.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="Port to listen on (0: any free port; the address is printed).")
-def workbench(policy_path: str, records_path: str | None, host: str, port: int) -> None:
+def workbench(policy_path: str, records_path: str | None, labelled_path: str | None, host: str, port: int) -> None:
     """Serve the retrieval workbench: a local page over the real engine (the `workbench` extra).
 
     The page shows seed 004's experiment on the policy and records given: knobs, the four
@@ -36,7 +38,7 @@ def workbench(policy_path: str, records_path: str | None, host: str, port: int) 
         raise click.UsageError(f"the workbench needs `pip install 'memsolve[workbench]'` "
                                f"(missing `{error.name}`)") from None
     try:
-        bench = open_bench(policy_path, records_path)
+        bench = open_bench(policy_path, records_path, labelled_path)
         listener = _listen(host, port)
     except MemsolveError as error:
         fail(error)
@@ -67,7 +69,8 @@ def _listen(host: str, port: int) -> socket.socket:
         listener.bind((host, port))
         listener.listen(128)
     except OSError as error:
-        raise InputError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+        # a usage error (one line, exit 2): the address the user asked for is not available
+        raise click.UsageError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
     listener.set_inheritable(True)
     return listener
 

@@ -29,6 +29,7 @@ from ..policies.model import Policy
 from ..records import Record, RecordSet, load_records
 from ..result import Result
 from . import knobs
+from .labelled import Labelled, coverage, load_labelled
 
 STAGES = ("stored", "scope", "ranking", "tray")
 _RELEVANCE = "relevance"
@@ -42,16 +43,19 @@ class Bench:
     policy_text: str  # the file as read at start: the editor's first text
     records_file: str
     records: RecordSet
+    labelled: Labelled | None = None  # labelled queries for the supporting-fact counter
 
 
-def open_bench(policy_path: str, records_path: str | None = None) -> Bench:
-    """Read and check the policy and the records as ``memsolve --policy P [--records R]`` would."""
+def open_bench(policy_path: str, records_path: str | None = None, labelled_path: str | None = None) -> Bench:
+    """Read and check the policy and the records as ``memsolve --policy P [--records R]`` would,
+    and the labelled set if one is named."""
     policy = load_policy(policy_path)
     source = records_path or policy.records
     if source is None:
         raise InputError("no records: pass --records or set `records:` in the policy", policy.locate("records"))
     text = Path(policy_path).read_text(encoding="utf-8")  # load_policy read it just now
-    return Bench(policy_path, text, str(Path(source).resolve()), load_records(source))
+    labelled = load_labelled(labelled_path) if labelled_path else None
+    return Bench(policy_path, text, str(Path(source).resolve()), load_records(source), labelled)
 
 
 def error_of(error: MemsolveError, data: Any = None) -> dict[str, Any]:
@@ -100,10 +104,14 @@ def _run(bench: Bench, policy: Policy) -> dict[str, Any]:
     except SolverError as error:
         frontier = {"error": str(error)}
     tenant = policy.tenant or bench.records.context.tenant
+    view = _view(policy, bench.records.view(tenant), result, data)
+    query = policy.context.query or bench.records.context.query
+    picks = {"exact": [s.id for s in exact.selected], "greedy": [s.id for s in greedy.selected]}
     return {
         "result": data,
-        "view": _view(policy, bench.records.view(tenant), result, data),
+        "view": view,
         "compare": Comparison(exact, greedy).to_dict(),
+        "supporting": coverage(bench.labelled, query, [row["id"] for row in view["rows"]], picks),
         "frontier": frontier,
         "tenant": tenant,
     }

@@ -214,6 +214,7 @@ function render() {
   $("others").textContent = view.other_tenants
     ? `${view.other_tenants} record(s) of other tenants are counted, never shown.` : "";
   renderCompare(page.compare);
+  renderSupporting(page.supporting);
   renderFrontier(page.frontier, result);
   $("json").textContent = JSON.stringify(result, null, 2);
   renderBaseline();
@@ -304,6 +305,23 @@ function renderCompare(compare) {
   const share = compare.exact.objective > 0 ? ` (${(100 * compare.greedy_loses / compare.exact.objective).toFixed(1)} %)` : "";
   $("loss").textContent = `Greedy loses ${num(compare.greedy_loses, 4)}${share} against the exact optimum` +
     (compare.differ.length ? `; they differ on ${compare.differ.join(", ")}.` : "; both pick the same records.");
+}
+
+function renderSupporting(counter) {
+  const box = $("supporting");
+  box.hidden = !counter;
+  if (!counter) return;
+  if (!counter.labelled) {
+    box.textContent = `Supporting facts: no labelled query in ${counter.file} matches this question.`;
+    return;
+  }
+  const side = (engine) => {
+    const ids = counter.covered[engine];
+    return `${engine} covers ${ids.length} of ${counter.total}${ids.length ? ` (${ids.join(", ")})` : ""}`;
+  };
+  box.textContent = `Supporting facts (fixture labels from ${counter.file}, not a measured answer quality): ` +
+    `${side("exact")}; ${side("greedy")}.` +
+    (counter.outside_view ? ` ${counter.outside_view} labelled record(s) are outside this tenant's view.` : "");
 }
 
 function renderFrontier(points, result) {
