@@ -37,7 +37,7 @@ def import_file(source: str, file: str, options: Options | None = None) -> Impor
     item's position and its line in the file."""
     adapter = _adapter(source)
     items, locate = read_export(file, source)
-    return convert(adapter, items, options or Options(), locate)
+    return convert(adapter, items, options or Options(), locate, owned=True)
 
 
 def from_mem0(items: Iterable[Any], **choices: Any) -> Imported:

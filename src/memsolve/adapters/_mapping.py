@@ -10,6 +10,7 @@ the mapped values out of one source item. Whatever it does not take stays in the
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -95,6 +96,7 @@ class Unmappable(Exception):
         self.message, self.path = message, tuple(path)
 
 
+@functools.lru_cache(maxsize=256)  # a handful of distinct paths, asked for once per item
 def split_path(text: str) -> tuple[Any, ...]:
     """``metadata.user`` → ("metadata", "user"); ``namespace.0`` → ("namespace", 0)."""
     if not text or any(not part for part in text.split(".")):
@@ -105,8 +107,10 @@ def split_path(text: str) -> tuple[Any, ...]:
 class Fields:
     """One source item being mapped: values taken out of a copy; what remains is metadata."""
 
-    def __init__(self, item: Mapping[str, Any], utc: Callable[[], None]) -> None:
-        self.rest: dict[str, Any] = copy.deepcopy(dict(item))
+    def __init__(self, item: Mapping[str, Any], utc: Callable[[], None], owned: bool = False) -> None:
+        # an item parsed here is ours: only the mappings a take changes are copied (copy on write);
+        # a caller's object is copied whole, so that no record shares anything with it
+        self.rest: dict[str, Any] = dict(item) if owned else copy.deepcopy(dict(item))
         self._item = item
         self._utc = utc
 
@@ -114,8 +118,8 @@ class Fields:
         """The value at ``path`` in the item as read (None when absent); it stays in metadata."""
         value: Any = self._item
         for part in split_path(path) if isinstance(path, str) else path:
-            if isinstance(value, Mapping) and isinstance(part, (str, int)) and str(part) in value:
-                value = value[str(part)]
+            if type(value) is dict or isinstance(value, Mapping):  # the exact type first: ABC checks are slow
+                value = value.get(str(part))
             elif isinstance(value, list) and isinstance(part, int) and part < len(value):
                 value = value[part]
             else:
@@ -128,6 +132,9 @@ class Fields:
     def take(self, path: str | Sequence[Any]) -> Any:
         """The value at ``path``, taken out of what goes to metadata (a mapping left empty goes too)."""
         parts = split_path(path) if isinstance(path, str) else tuple(path)
+        if len(parts) == 1 and isinstance(parts[0], str):  # a top-level field: most takes
+            self.rest.pop(parts[0], None)
+            return self._item.get(parts[0])
         value = self.peek(parts)
         if value is None:
             if len(parts) == 1:
@@ -136,8 +143,13 @@ class Fields:
         parents: list[tuple[Any, Any]] = []
         node: Any = self.rest
         for part in parts[:-1]:
+            if not isinstance(node, dict):
+                return value  # inside a list: the element stays (removing it would shift the others)
             parents.append((node, part))
-            node = node[str(part)] if isinstance(node, dict) else node[part]
+            child = node[str(part)]
+            if isinstance(child, dict):
+                child = node[str(part)] = dict(child)  # copy on write: the item read is never changed
+            node = child
         if isinstance(node, dict):
             del node[str(parts[-1])]
             for parent, part in reversed(parents):  # an emptied mapping carries nothing either
@@ -213,9 +225,10 @@ class _Tally:
 
 
 def convert(adapter: Any, items: Iterable[Any], options: Options,
-            locate: Callable[[Sequence[Any]], Location] | None = None) -> Imported:
+            locate: Callable[[Sequence[Any]], Location] | None = None, owned: bool = False) -> Imported:
     """Map every item with the source module ``adapter`` (its ``SOURCE``, ``MAPPING`` and
-    ``map_item``); apply the user's choices; check that each record has what a record needs."""
+    ``map_item``); apply the user's choices; check that each record has what a record needs.
+    ``owned``: the items were parsed for this import (nothing else holds them)."""
     from .. import schemas
 
     source = adapter.SOURCE
@@ -230,7 +243,7 @@ def convert(adapter: Any, items: Iterable[Any], options: Options,
     for position, raw in enumerate(items):
         read += 1
         try:
-            record = _one(adapter, as_mapping(raw), options, omit, tally)
+            record = _one(adapter, as_mapping(raw), options, omit, tally, owned)
         except Unmappable as problem:
             error = InputError(problem.message, locate((position, *problem.path)))
             if not options.skip_unmappable:
@@ -245,12 +258,13 @@ def convert(adapter: Any, items: Iterable[Any], options: Options,
     return Imported(source, tuple(records), read, tuple(tally.skipped), tally.untenanted, tally.utc, omit, scored)
 
 
-def _one(adapter: Any, item: Any, options: Options, omit: tuple[str, ...], tally: _Tally) -> dict[str, Any]:
+def _one(adapter: Any, item: Any, options: Options, omit: tuple[str, ...], tally: _Tally,
+         owned: bool) -> dict[str, Any]:
     source, table = adapter.SOURCE, adapter.MAPPING
     if not isinstance(item, Mapping):
         raise Unmappable(f"expected a {source} item (a mapping), got {_type_name(item)}")
     utc_here = [0]
-    fields = Fields(item, lambda: utc_here.__setitem__(0, utc_here[0] + 1))
+    fields = Fields(item, lambda: utc_here.__setitem__(0, utc_here[0] + 1), owned)
     # the user's choices first: a field they name is theirs, whatever the source default would take
     chosen: dict[str, Any] = {}
     for name, path in (("tenant", options.tenant_from), ("key", options.key_from), ("text", options.text_from)):
