@@ -185,6 +185,10 @@ def test_bad_input_shows_the_clis_line_at_the_field_and_the_page_keeps_working(p
 
 def test_playback_play_pause_next_restart_keep_the_settings(page: Any) -> None:
     start(page, recency_weight="1")
+    assert page.inner_text("#clock").endswith("· playing")  # an input change restarts inspection and plays
+    page.evaluate("Object.defineProperty(document, 'hidden', {value: true, configurable: true});"
+                  "document.dispatchEvent(new Event('visibilitychange'))")
+    assert page.inner_text("#clock").endswith("· paused")  # a hidden tab pauses
     page.click("#restart")
     assert "stage 1 of 4 · paused" in page.inner_text("#clock")
     assert page.get_attribute(".stage[data-stage='2']", "class") == "stage hidden"
@@ -254,3 +258,15 @@ def test_overview_screenshot(page: Any, width: int) -> None:
     to_tray(page)
     assert "M3: selected → excluded (max-age)" in page.inner_text("#differences")
     shot(page, "overview")
+
+
+def test_reduced_motion_never_plays_by_itself(browser: Any, server: str) -> None:
+    context = browser.new_context(reduced_motion="reduce")
+    try:
+        page = context.new_page()
+        page.goto(server)
+        page.wait_for_selector("body[data-ready=true]")
+        start(page)
+        assert page.inner_text("#clock").startswith("0.0 s of 30 s · stage 1 of 4 · paused")
+    finally:
+        context.close()
