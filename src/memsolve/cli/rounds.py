@@ -1,4 +1,8 @@
-"""The rounds half on the command line: ``state show|reset|export`` and ``simulate``."""
+"""The rounds half on the command line: ``state show|reset|export|import`` and ``simulate``.
+
+``--state`` is a SQLite file or a ``postgresql://`` address (:class:`memsolve.StateStore`);
+``memsolve state export --state s.db | memsolve state import --state postgresql://…`` moves a
+SQLite state into PostgreSQL."""
 
 from __future__ import annotations
 
@@ -10,19 +14,20 @@ import click
 from ..errors import InputError, StateError
 from ..policies.load import load_policy
 from ..render import capture, state_tables, trajectory_table
-from ..rounds.state import AgentKey, StateStore
+from ..rounds.state import AgentKey, SQLiteStore, StateStore, parse_export
 from .common import check_outputs, format_option, guarded, write_output
 
 
 @click.group()
 def state() -> None:
-    """Operators' tools for the state file: show, reset, export."""
+    """Operators' tools for the state file: show, reset, export, import."""
 
 
 def _existing(state_path: str) -> StateStore:
-    if not Path(state_path).exists():
+    store = StateStore(state_path)
+    if isinstance(store, SQLiteStore) and not Path(state_path).exists():
         raise StateError(f"{state_path}: no such state file")
-    return StateStore(state_path)
+    return store
 
 
 def _keys(store: StateStore, agent: str, policy_path: str | None, tenant: str | None) -> list[AgentKey]:
@@ -33,7 +38,8 @@ def _keys(store: StateStore, agent: str, policy_path: str | None, tenant: str | 
 
 def _state_options(func):
     for option in reversed([
-        click.option("--state", "state_path", required=True, type=click.Path(dir_okay=False), help="State file."),
+        click.option("--state", "state_path", required=True, type=click.Path(dir_okay=False),
+                     help="State file, or a postgresql:// address."),
         click.option("--agent", required=True, help="Agent name."),
         click.option("--policy", "policy_path", type=click.Path(dir_okay=False),
                      help="Only this policy's state (and show the next round's price)."),
@@ -58,7 +64,7 @@ def state_show(state_path, agent, policy_path, tenant, fmt) -> None:
                    for s, lam in zip(states, next_lambda, strict=True)]
         click.echo(json.dumps({"agents": payload}, indent=2))
     elif not states:
-        click.echo(f"no state for agent `{agent}` in {state_path}")
+        click.echo(f"no state for agent `{agent}` in {store.address}")
     else:
         click.echo(capture(state_tables, states, next_lambda), nl=False)
 
@@ -81,7 +87,8 @@ def state_reset(state_path, agent, policy_path, tenant, yes) -> None:
 
 
 @state.command("export")
-@click.option("--state", "state_path", required=True, type=click.Path(dir_okay=False), help="State file.")
+@click.option("--state", "state_path", required=True, type=click.Path(dir_okay=False),
+              help="State file, or a postgresql:// address.")
 @click.option("--agent", help="Only this agent.")
 @click.option("--tenant", help="Only this tenant's keys (what to hand a tenant: nothing of the others).")
 @click.option("--out", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
@@ -90,7 +97,33 @@ def state_reset(state_path, agent, policy_path, tenant, yes) -> None:
 def state_export(state_path, agent, tenant, out, force) -> None:
     """Every stored key as JSON (the operator's view; --tenant for one tenant's)."""
     check_outputs({"--out": out}, [("--state", state_path)])
-    write_output(json.dumps(_existing(state_path).export(agent, tenant=tenant), indent=2) + "\n", out, force)
+    with _existing(state_path) as store:
+        write_output(json.dumps(store.export(agent, tenant=tenant), indent=2) + "\n", out, force)
+
+
+@state.command("import")
+@click.argument("source", default="-", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--state", "state_path", required=True, type=click.Path(dir_okay=False),
+              help="State file, or a postgresql:// address, to write into.")
+@guarded
+def state_import(source, state_path) -> None:
+    """Write a `state export` document (a file, or - for stdin) into a state, all or nothing.
+
+    A key the target already holds is refused (reset it first): an import never merges two
+    histories. `memsolve state export --state s.db | memsolve state import --state postgresql://…`
+    moves a SQLite state into PostgreSQL.
+    """
+    from ..source import load_document, parse_text
+
+    check_outputs({"--state": state_path}, [] if source == "-" else [("SOURCE", source)])
+    if source == "-":
+        doc = parse_text(click.get_text_stream("stdin").read(), "<stdin>", "json")
+    else:
+        doc, _ = load_document(source, fmt="json")
+    states = parse_export(doc)
+    with StateStore(state_path) as store:
+        count = store.import_state(states)
+    click.echo(f"imported {count} key(s) into {store.address}")
 
 
 @click.command()
