@@ -57,7 +57,8 @@ def test_start_serves_the_policy_its_knobs_and_first_run(client: Any) -> None:
         "query", "tenant", "stores", "include_previous", "max_age", "latest_key", "budget", "max_records",
         "recency_weight"]
     assert {"engine", "fidelity", "price_c", "price_q0"} <= {c["name"] for c in data["controls"]}
-    assert data["policy_file"] == POLICY
+    assert data["policy_file"] == POLICY and data["questions"] == []
+    assert data["error"]["field"] == "query"
     # the bundled policy names no query, and relevance needs one: the CLI's own error until one is typed
     assert data["error"]["message"] == (
         "error: policies/../examples/incidents/records.json:5:5: records[0]: no utility given; deriving it "
@@ -197,6 +198,8 @@ def test_save_as_policy_runs_through_the_cli_to_the_same_result(client: Any, cli
     reference = json.loads(result.stdout)
     page = data["result"]
     assert {k: v for k, v in reference.items() if k != "policy"} == {k: v for k, v in page.items() if k != "policy"}
+    sha = reference["policy"]["sha256"]
+    assert result.stdout == data["result_json"].replace(page["policy"]["sha256"], sha)  # the CLI's very bytes
     assert tray(data) == ["M3"]
 
 
@@ -256,6 +259,7 @@ def test_the_supporting_fact_counter_counts_labelled_ids_for_exact_and_greedy(cl
         assert "M7" not in json.dumps(other)  # team-b's labelled record is counted, not named
         assert walk(client, {**START, "query": "anything else"})["supporting"] == {"labelled": False,
                                                                                   "file": "labelled.yaml"}
+        assert client.get("/api/start").json()["questions"][0] == "billing timeout fix"
     assert walk(TestClient(create_app(open_bench(POLICY))), START)["supporting"] is None
 
 

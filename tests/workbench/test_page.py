@@ -66,7 +66,8 @@ def start(page: Any, **more: Any) -> None:
 
 
 def test_the_seeds_walkthrough(page: Any) -> None:
-    assert "needs a query" in page.inner_text("#yaml-error")  # the bundled policy names none
+    assert "needs a query" in page.inner_text("#err-query")  # the bundled policy names none
+    assert page.locator("#questions option").count() == 4  # the labelled questions, offered
     start(page)
     assert to_tray(page) == ["M3"]  # the past incident wins on similarity at recency weight 0
     assert page.locator("#records tr[data-id=M3] td").nth(5).inner_text() == "0.507"

@@ -60,6 +60,8 @@ def create_app(bench: benchmod.Bench, host: str = "127.0.0.1") -> Starlette:
             "controls": [{"name": k.name, "label": k.label, "kind": k.kind, "choices": list(k.choices),
                        "removable": k.removable} for k in KNOBS],
             "original": bench.policy_text,
+            # the labelled queries, offered as questions (seed 004's fixed questions)
+            "questions": sorted(bench.labelled.relevant) if bench.labelled else [],
             **first,
         })
 

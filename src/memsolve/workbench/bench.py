@@ -64,6 +64,9 @@ def error_of(error: MemsolveError, data: Any = None) -> dict[str, Any]:
         line = f"error: {error.render()}"
         where = {"line": error.line, "column": error.column, "path": error.path}
         field = knobs.field_of(data, error.path) if data is not None and error.path else None
+        # a fact the run lacks is named by its CLI flag (`needs a query (--query)`): the knob that gives it
+        flag = next((k for k in ("query", "tenant") if f"(--{k})" in error.message), None)
+        field = field or flag
     else:
         line, where, field = f"error: {error}", {"line": None, "column": None, "path": ""}, None
     return {"message": line, **where, "field": field, "exit_code": 3 if isinstance(error, SolverError) else 2}
@@ -109,6 +112,7 @@ def _run(bench: Bench, policy: Policy) -> dict[str, Any]:
     picks = {"exact": [s.id for s in exact.selected], "greedy": [s.id for s in greedy.selected]}
     return {
         "result": data,
+        "result_json": result.to_json(),  # the CLI's bytes, for the page's JSON pane
         "view": view,
         "compare": Comparison(exact, greedy).to_dict(),
         "supporting": coverage(bench.labelled, query, [row["id"] for row in view["rows"]], picks),

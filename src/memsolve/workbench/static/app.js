@@ -97,6 +97,7 @@ function buildKnobs(spec) {
     } else {
       input = el("input", {type: "text", id, name: knob.name,
         inputmode: knob.kind === "number" ? "decimal" : null,
+        list: knob.name === "query" ? "questions" : null,
         placeholder: knob.removable ? "(none)" : null});
     }
     const error = el("p", {class: "error", id: `err-${knob.name}`, role: "alert", hidden: true});
@@ -216,7 +217,7 @@ function render() {
   renderCompare(page.compare);
   renderSupporting(page.supporting);
   renderFrontier(page.frontier, result);
-  $("json").textContent = JSON.stringify(result, null, 2);
+  $("json").textContent = page.result_json;
   renderBaseline();
   renderTray();
 }
@@ -568,6 +569,7 @@ async function start() {
   document.querySelectorAll(".run section, .run .tray, .run .scroll, .run .summary").forEach(
     (n) => n.classList.add("result"));
   buildKnobs(data.controls);
+  $("knobs").append(el("datalist", {id: "questions"}, data.questions.map((q) => el("option", {value: q}))));
   $("yaml").value = data.yaml;
   state.yaml = data.yaml;
   $("notes").value = localStorage.getItem(storageKey("notes")) || "";
