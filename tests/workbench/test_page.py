@@ -271,3 +271,16 @@ def test_reduced_motion_never_plays_by_itself(browser: Any, server: str) -> None
         assert page.inner_text("#clock").startswith("0.0 s of 30 s · stage 1 of 4 · paused")
     finally:
         context.close()
+
+
+def test_quick_successive_changes_are_all_kept(page: Any) -> None:
+    """Each change applies to the text the previous answer wrote: none is lost to a slow answer."""
+    for name, value in (("tenant", "team-a"), ("query", Q), ("max_records", "3"), ("budget", "25")):
+        page.fill(f"#knob-{name}", value)
+        page.press(f"#knob-{name}", "Enter")  # no waiting in between
+    page.wait_for_function("document.body.dataset.busy === 'false' && "
+                           "document.getElementById('yaml').value.includes('tokens: 25')")
+    text = page.input_value("#yaml")
+    assert "tenant: team-a\ncontext: {query: database timeout after deploy}" in text
+    assert "budget: {tokens: 25, max_records: 3}" in text
+    assert page.is_hidden("#yaml-error") and to_tray(page) == ["M3", "M5"]

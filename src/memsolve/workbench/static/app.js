@@ -10,7 +10,8 @@ const reducedMotion = window.matchMedia("(prefers-reduced-motion: reduce)");
 
 const state = {
   spec: [], policyFile: "", original: "", yaml: "", knobs: {}, page: null, failed: false,
-  baseline: null, t: 0, playing: false, speed: 1, lastTick: 0, timer: null, seq: 0, pending: {},
+  baseline: null, t: 0, playing: false, speed: 1, lastTick: 0, timer: null, pending: {}, queued: null,
+  inflight: false,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -45,19 +46,31 @@ async function post(path, body) {
   return response;
 }
 
-async function run(edits) {
-  const seq = ++state.seq;
+// Edits are sent one request at a time: each applies to the policy text the previous answer
+// wrote, so a quick second change never starts from stale text (and never undoes the first).
+// Edits made while a request is out are merged and sent together when it returns.
+function run(edits) {
+  state.queued = {...(state.queued || {}), ...(edits || {})};
+  if (!state.inflight) pump();
+}
+
+async function pump() {
+  state.inflight = true;
   document.body.dataset.busy = "true";
-  let data;
-  try {
-    const response = await post("/api/run", {yaml: $("yaml").value, edits: edits || {}});
-    data = await response.json();
-  } catch (error) {
-    showBanner(`The workbench server did not answer (${error.message}); is memsolve workbench still running?`);
-    return;
+  while (state.queued) {
+    const edits = state.queued;
+    state.queued = null;
+    let data;
+    try {
+      const response = await post("/api/run", {yaml: $("yaml").value, edits});
+      data = await response.json();
+    } catch (error) {
+      showBanner(`The workbench server did not answer (${error.message}); is memsolve workbench still running?`);
+      continue;
+    }
+    receive(data);
   }
-  if (seq !== state.seq) return; // a later request is on its way
-  receive(data);
+  state.inflight = false;
   document.body.dataset.busy = "false";
   document.body.dataset.runs = String(Number(document.body.dataset.runs || 0) + 1);  // tests wait on it
 }
