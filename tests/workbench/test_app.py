@@ -276,3 +276,23 @@ def test_a_bad_labelled_set_is_one_line_at_its_place(tmp_path: Path, text: str, 
     with pytest.raises(InputError) as error:
         load_labelled(tmp_path / "labelled.yaml")
     assert error.value.render() == f"{tmp_path}/{message}"
+
+
+def test_a_record_at_a_lower_level_keeps_its_full_text_in_the_table() -> None:
+    from starlette.testclient import TestClient
+
+    from memsolve.workbench.app import create_app
+    from memsolve.workbench.bench import open_bench
+
+    with TestClient(create_app(open_bench("policies/team-a.yaml"))) as client:
+        data = client.get("/api/start").json()
+    row = rows(data)["a-db-arch"]
+    chosen = next(s for s in data["result"]["selected"] if s["id"] == "a-db-arch")
+    assert row["level"] == chosen["level"] == "summary" and row["chosen_text"] == chosen["text"]
+    assert row["text"].startswith("Orders service stores orders in PostgreSQL 16 with logical replication")
+    assert data["view"]["other_tenants"] == data["result"]["other_tenants"] > 0
+    shared = json.loads((ROOT / "examples/shared.json").read_text(encoding="utf-8"))["records"]
+    text = json.dumps(data)
+    for record in shared:
+        if record.get("tenant") != "team-a":  # team-b's and the untenanted: counted, never named
+            assert f'"{record["id"]}"' not in text and record["text"][:30] not in text, record["id"]

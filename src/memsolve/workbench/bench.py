@@ -146,7 +146,8 @@ def _view(policy: Policy, seen: RecordSet, result: Result, data: Mapping[str, An
             "id": rid, "outcome": outcome, "stage": stage, "rule": rule, "reason": reason,
             "store": record.store if record else None, "session": record.session if record else None,
             "key": record.key if record else None, "age": age,
-            "text": chosen[rid]["text"] if rid in chosen else _text(record),
+            "text": _text(record) or (chosen[rid]["text"] if rid in chosen else None),  # the full text
+            "chosen_text": chosen[rid]["text"] if rid in chosen else None,  # the selected level's, for the prompt
             "similarity": relevance.get("similarity"), "score": relevance.get("score"),
             "level": chosen[rid]["level"] if rid in chosen else None,
             "tokens": chosen[rid]["tokens"] if rid in chosen else None,

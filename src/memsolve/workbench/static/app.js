@@ -284,7 +284,7 @@ function renderTray() {
   const chosen = view.rows.filter((r) => r.stage === "tray");
   if (chosen.length) {
     box.append(...chosen.map((r) => el("div", {class: "chosen", "data-id": r.id},
-      el("b", {text: r.id}), ` (${r.level}, ${r.tokens} tokens): `, r.text || "")));
+      el("b", {text: r.id}), ` (${r.level}, ${r.tokens} tokens): `, r.chosen_text ?? r.text ?? "")));
   } else {
     box.append(el("p", {class: "empty", text: "The context is empty. That is a valid result; here is why:"}),
       el("ul", {id: "why-empty"}, (view.empty || []).map((line) => el("li", {text: line}))));
