@@ -165,7 +165,7 @@ def test_strongly_correlated_instances_get_the_full_tie_rule_from_the_kernel() -
 def test_the_numpy_path_takes_over_past_the_kernel_limit(monkeypatch: pytest.MonkeyPatch) -> None:
     inst = generated("memory", 300, 4)
     expected = run(inst, "dp", "none").solution
-    monkeypatch.setattr(core, "solve_kernel", lambda instance, scaled, **options: None)
+    monkeypatch.setattr(core, "solve_kernel_counted", lambda instance, scaled, **options: None)
     fallback = run(inst, "dp", "none")
     assert fallback.solution.choice.tolist() == expected.choice.tolist()
     assert fallback.reduction is not None
@@ -182,16 +182,62 @@ def test_kernel_and_numpy_paths_give_the_same_allocation(kind: str, monkeypatch:
     assert with_kernel.cross_check.agrees and without.cross_check.agrees
 
 
-def test_the_kernel_answers_count_limits_only_where_they_do_not_bind() -> None:
+def test_the_kernel_answers_count_limits_by_a_price_per_record() -> None:
     loose = generated("memory", 60, 1, max_records=59)
     found = core.solve_kernel_reduced(loose, scale(loose))
-    assert found is not None and found[0].count <= 59
+    assert found is not None and found[0].count <= 59 and "price" not in found[0].detail  # does not bind
     assert found[0].choice.tolist() == solve_dp(loose, scale(loose)).choice.tolist()  # the limited tie rule
     tight = generated("memory", 60, 1, max_records=5)
-    assert core.solve_kernel_reduced(tight, scale(tight)) is None  # the limit binds: the numpy path answers
+    found = core.solve_kernel_reduced(tight, scale(tight))
+    assert found is not None and found[0].count == 5 and "price" in found[0].detail
+    assert found[0].choice.tolist() == solve_dp(tight, scale(tight)).choice.tolist()
     outcome = run(tight, "dp", "cp-sat", compare_greedy=False)
     assert outcome.solution.count <= 5 and outcome.cross_check.agrees
     assert outcome.solution.choice.tolist() == solve_dp(tight, scale(tight)).choice.tolist()
+
+
+def test_a_count_limit_with_a_duality_gap_goes_to_the_numpy_path() -> None:
+    """Integer utilities: at the price where the count falls past M, two allocations swap
+    several records at once, so no price keeps exactly M; the numpy path's DP answers."""
+    rng = np.random.default_rng(1)
+    tokens = rng.integers(1, 40, size=(40, 3))
+    inst = make_instance(tokens, rng.integers(1, 40, size=(40, 3)).astype(float), int(tokens.sum() // 6),
+                         max_records=7)
+    scaled = scale(inst)
+    counted = kernel.solve_kernel_counted(inst, scaled)
+    expected = solve_dp(inst, scaled)
+    outcome = run(inst, "dp", "cp-sat", compare_greedy=False)
+    assert outcome.cross_check.agrees
+    assert outcome.solution.choice.tolist() == expected.choice.tolist()
+    if counted is not None:  # where a price does meet the limit, it is the same allocation
+        assert counted[0].choice.tolist() == expected.choice.tolist()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(instances(max_n=6, max_k=3, integral=True), instances(max_n=7, max_k=3)))
+def test_the_priced_kernel_equals_exhaustive_search_under_a_count_limit(inst) -> None:
+    """Wherever a price per record meets the count limit, the tie-rule optimum of the limited instance."""
+    scaled = scale(inst)
+    found = core.solve_kernel_reduced(inst, scaled)
+    if found is None:
+        return
+    key = tie_key(inst, scaled)
+    expected = max((c for c in feasible_choices(inst) if key(c) is not None), key=key)
+    assert tuple(found[0].choice.tolist()) == expected
+    assert found[0].bound == found[0].objective
+
+
+def test_the_priced_kernel_answers_most_limited_instances() -> None:
+    """The test above is not vacuous: on float utilities most binding limits are met by a price."""
+    answered = binding = 0
+    for seed in range(40):
+        inst = generated("memory", 40, seed, max_records=1 + seed % 10)
+        if int((solve_dp(make_instance(inst.tokens, inst.utility, inst.budget, price=inst.price)).choice >= 0)
+               .sum()) <= inst.max_records:
+            continue
+        binding += 1
+        answered += core.solve_kernel_reduced(inst, scale(inst)) is not None
+    assert binding >= 30 and answered >= binding * 3 // 4, (answered, binding)
 
 
 def test_the_kernel_rejects_mismatched_arrays() -> None:

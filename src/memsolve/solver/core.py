@@ -22,7 +22,7 @@ from ..errors import SolverError
 from .cpsat import solve_cpsat
 from .dp import solve_dp as dense_dp
 from .instance import OPTIMAL, SKIPPED, Instance, Scaled, Solution, make_solution, scaled_value
-from .kernel import solve_kernel
+from .kernel import solve_kernel_counted
 from .reduce import Reduction, Relaxation, closest_rows, fix, relax
 
 # The sparse DP declines a core (CP-SAT takes it, under its time limit) past these sizes.
@@ -232,26 +232,26 @@ def solve_kernel_reduced(
     instance: Instance, scaled: Scaled, *, bounded_ties: bool = True
 ) -> tuple[Solution, Reduction] | None:
     """The compiled kernel's tie-rule optimum and its reduction, or None when the kernel cannot
-    answer: past its state limit, or when a count limit binds.
+    answer: past its state limit, or when no price per kept record meets a count limit exactly.
 
-    The kernel solves without the count limit. Its optimum keeps at most M records, or it does
-    not answer: the allocations within the limit are a subset of all allocations, so the
-    tie-rule best of all, when it is in the subset, is the tie-rule best of the subset; and its
-    reduction keeps every allocation worth the same, so CP-SAT's core still holds that optimum.
-    The caller checks :func:`.kernel.applies` first.
+    A binding count limit is met by a price μ per kept record (:func:`.kernel.solve_kernel_counted`);
+    the reduction is the priced instance's, which keeps every allocation tying the optimum's
+    value and tokens, so CP-SAT's core still holds that optimum. The caller checks
+    :func:`.kernel.applies` first.
     """
-    result = solve_kernel(instance, scaled, bounded_ties=bounded_ties)
-    if result is None:
+    found = solve_kernel_counted(instance, scaled, bounded_ties=bounded_ties)
+    if found is None:
         return None
-    if instance.max_records is not None and int((result.choice >= 0).sum()) > instance.max_records:
-        return None
+    result, price = found
+    kept = int((result.choice >= 0).sum())
+    value = result.value + price * kept  # the priced value plus what the kept records paid
     fixed_choice = result.choice.copy()
     fixed_choice[result.core] = -1
     reduction = Reduction(
         multiplier=result.multiplier,
-        upper_bound=result.upper_bound,
+        upper_bound=result.upper_bound + price * kept,  # U(λ, μ) = U_μ(λ) + μ·M, and kept = M
         incumbent=result.choice,
-        incumbent_value=result.value,
+        incumbent_value=value,
         keep=result.keep,
         core=result.core,
         fixed_choice=fixed_choice,
@@ -259,12 +259,14 @@ def solve_kernel_reduced(
         lp_dominated=result.lp_dominated,
     )
     detail = f"core {reduction.core.size} of {instance.n} records"
+    if price:
+        detail += f"; count limit met at a price of {price / scaled.scale:.6g} per kept record"
     if not result.tie_rule:
         detail += "; " + TIES_BY_SEARCH
     solution = make_solution(instance, scaled, result.choice, OPTIMAL, "dp", detail=detail)
-    if solution.scaled_objective != result.value or solution.tokens_used != result.tokens:
+    if solution.scaled_objective != value or solution.tokens_used != result.tokens:
         raise SolverError(
-            f"the compiled kernel reported value {result.value} with {result.tokens} tokens, but its "
+            f"the compiled kernel reported value {value} with {result.tokens} tokens, but its "
             f"allocation is worth {solution.scaled_objective} with {solution.tokens_used}"
         )
     return replace(solution, bound=solution.objective), reduction

@@ -43,9 +43,8 @@ class KernelResult:
 
 
 def applies(instance: Instance) -> bool:
-    """The kernel takes instances within its number range. It ignores a count limit: its
-    optimum answers a limited instance only when it keeps no more records than the limit
-    (the caller checks; see :func:`.core.solve_kernel_reduced`)."""
+    """The kernel takes instances within its number range. A count limit is met by a price per
+    kept record (:func:`solve_kernel_counted`), or the numpy path answers."""
     return native.enabled() and instance.budget < MAX_CAPACITY and instance.k <= MAX_LEVELS
 
 
@@ -88,3 +87,66 @@ def solve_kernel(instance: Instance, scaled: Scaled, *, bounded_ties: bool = Tru
         search_states=int(states),
         tail_rows=int(tail),
     )
+
+
+def solve_kernel_counted(
+    instance: Instance, scaled: Scaled, *, bounded_ties: bool = True
+) -> tuple[KernelResult, int] | None:
+    """The tie-rule optimum under the count limit M and the price μ per kept record that gives
+    it, or None (the numpy path answers).
+
+    Lagrangian: with every kept record paying μ > 0, an optimum x of the priced instance that
+    keeps exactly M records is an optimum of the limited one (for any y within the limit,
+    v(y) <= v(y) - μ(|y| - M) <= v(x)), and every limited optimum is a priced optimum that keeps
+    M. The kernel's tie-rule pick among all priced optima is then, being one of those, the
+    tie-rule pick among the limited optima too, provided no level is worth exactly μ (the
+    priced instance drops it, a limited optimum may keep it). μ is found by bisection over
+    integers from the LP's estimate; where the count jumps past M (a duality gap) there is none.
+    """
+    limit = instance.max_records
+    free = solve_kernel(instance, scaled, bounded_ties=bounded_ties)
+    if free is None or limit is None or _kept(free) <= limit:
+        return None if free is None else (free, 0)
+    values, usable = scaled.values, scaled.usable
+
+    def priced(mu: int) -> KernelResult | None:
+        return solve_kernel(instance, Scaled(values - mu, usable & (values > mu), scaled.scale),
+                            bounded_ties=bounded_ties)
+
+    lo, hi = 0, int(values[usable].max()) if usable.any() else 1  # priced at hi, no level is worth keeping
+    mu = min(max(_estimate(instance, scaled, free.multiplier, limit), lo + 1), hi - 1)
+    step = max(mu // 64, 1)
+    while hi - lo > 1:
+        found = priced(mu)
+        if found is None:
+            return None
+        kept = _kept(found)
+        if kept == limit:
+            if bool((usable & (values == mu)).any()):
+                return None
+            return found, mu
+        if kept > limit:
+            lo = mu
+        else:
+            hi = mu
+        # gallop from the estimate while it brackets nothing, then bisect
+        if step and (lo == mu and mu + step < hi or hi == mu and mu - step > lo):
+            mu = mu + step if lo == mu else mu - step
+            step *= 2
+        else:
+            step = 0
+            mu = (lo + hi) // 2
+    return None
+
+
+def _kept(result: KernelResult) -> int:
+    return int((result.choice >= 0).sum())
+
+
+def _estimate(instance: Instance, scaled: Scaled, multiplier: float, limit: int) -> int:
+    """μ at the unlimited LP multiplier: the (M+1)-th largest value a record adds at its best level."""
+    gains = np.where(scaled.usable, scaled.values - multiplier * instance.tokens, -np.inf).max(axis=1, initial=-np.inf)
+    gains = gains[gains > 0]
+    if gains.size <= limit:
+        return 1
+    return int(np.partition(gains, gains.size - limit - 1)[gains.size - limit - 1])
