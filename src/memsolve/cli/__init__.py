@@ -41,6 +41,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
               "Schema validation plus semantic lints with stable codes (MS000-MS008); exit 1 on errors."),
     "compare": ("ci", "compare", "Greedy packing against the exact optimum on the same eligible records."),
     "state": ("rounds", "state", "Operators' tools for the state file: show, reset, export, import."),
+    "batch": ("batch", "batch", "Solve or audit every agent of a fleet on Dask: one result line per agent, resumable."),
     "simulate": ("rounds", "simulate",
                  "Run many rounds through the pricing queue (the same code path as --state) and report the "
                  "trajectory."),

@@ -1,0 +1,296 @@
+"""A policy over a fleet of agents on Dask: one result line per agent, resumable, with a
+fleet-wide audit.
+
+The agents (a folder of records files, or a JSON Lines list of agent, tenant and records file)
+become a ``dask.bag`` of partitions; ``map_partitions(solve_partition)`` runs the ordinary
+library call for each agent of a partition (no scheduler code inside it), on a LocalCluster
+or on an existing cluster by address. The client writes each partition's lines to ``--out``
+as the partition finishes, so a batch that stops (killed, a lost scheduler) leaves every
+finished agent in the file and a second run skips them; at the end the file is rewritten in
+agent order, so the same inputs give the same bytes whatever order the workers finished in.
+A worker lost mid-batch is Dask's to handle: its partitions run again elsewhere, and a
+partition's lines are written once, when its result arrives.
+
+An agent whose records cannot be read or solved is an error line on stderr (``agent `a`:
+file:line: message``) and is not written to ``--out``: the batch goes on, and a rerun tries
+that agent again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError, Location, MemsolveError
+from ..output import write_text
+from ..source import format_of, load_document
+
+RECORD_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class Agent:
+    """One agent of the fleet: its name, its tenant (None: the policy's) and its records file."""
+
+    agent: str
+    tenant: str | None
+    records: str
+
+
+@dataclass(frozen=True)
+class AgentOutcome:
+    """What one agent's run gave: its result line, or its error; with an audit, its changed
+    outcomes (record id, rule or None, before, after)."""
+
+    agent: str
+    line: str | None = None
+    error: str | None = None
+    exclusions: dict[str, int] = field(default_factory=dict)  # rule -> records it excluded
+    changed: tuple[tuple[str, str | None, str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class BatchSummary:
+    """The fleet's totals: agents solved, skipped (already in --out), failed; exclusions per
+    rule; with an audit, changed outcomes per rule and the agents that changed."""
+
+    agents: int
+    solved: int
+    skipped: int
+    errors: tuple[str, ...]
+    exclusions: dict[str, int]
+    audited: bool = False
+    changed_by_rule: dict[str, int] = field(default_factory=dict)
+    changed_agents: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"agents": self.agents, "solved": self.solved, "skipped": self.skipped,
+                                "errors": len(self.errors), "exclusions_by_rule": dict(sorted(self.exclusions.items()))}
+        if self.audited:
+            data["audit"] = {"changed_outcomes": sum(self.changed_by_rule.values()),
+                             "changed_by_rule": dict(sorted(self.changed_by_rule.items())),
+                             "changed_agents": list(self.changed_agents)}
+        return data
+
+
+# --- the fleet ------------------------------------------------------------------------------
+
+def load_agents(source: str | Path) -> list[Agent]:
+    """The agents a SOURCE names: a folder (each records file is one agent, named by its file
+    name without suffix, of the policy's tenant) or a JSON Lines file of
+    ``{"agent": ..., "tenant": ..., "records": ...}`` (records relative to that file)."""
+    path = Path(source)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in RECORD_SUFFIXES)
+        if not files:
+            raise InputError(f"no records files ({', '.join(RECORD_SUFFIXES)}) in the folder", Location(str(path)))
+        agents = [Agent(p.stem, None, str(p)) for p in files]
+        names = Counter(a.agent for a in agents)
+        twice = sorted(name for name, n in names.items() if n > 1)
+        if twice:
+            raise InputError(f"two records files name agent `{twice[0]}` (file names differ only in suffix)",
+                             Location(str(path)))
+        return agents
+    doc, _ = load_document(path, fmt="jsonl" if format_of(path) == "jsonl" else format_of(path))
+    if doc.format != "jsonl":
+        raise InputError("the agents list must be JSON Lines (.jsonl) or a folder of records files",
+                         Location(str(path)))
+    agents: list[Agent] = []
+    seen: set[str] = set()
+    for i, item in enumerate(doc.data):
+        if not isinstance(item, dict):
+            raise doc.error((i,), "expected an object with `agent`, `tenant` and `records`")
+        unknown = sorted(set(item) - {"agent", "tenant", "records"})
+        if unknown:
+            raise doc.error((i, unknown[0]), "unknown field; expected `agent`, `tenant`, `records`", key=True)
+        name, tenant, records = item.get("agent"), item.get("tenant"), item.get("records")
+        if type(name) is not str or not name:
+            raise doc.error((i, "agent"), "expected the agent's name (a non-empty text)")
+        if name in seen:
+            raise doc.error((i, "agent"), f"agent `{name}` is listed twice")
+        if tenant is not None and (type(tenant) is not str or not tenant):
+            raise doc.error((i, "tenant"), "expected a tenant name or null")
+        if type(records) is not str or not records:
+            raise doc.error((i, "records"), "expected the path of the agent's records file")
+        seen.add(name)
+        agents.append(Agent(name, tenant, str(path.parent / records)))
+    return agents
+
+
+def done_agents(out: str | Path) -> set[str]:
+    """The agents already in ``out`` (a batch's results). A last line cut short by a crash is
+    not a result (that agent runs again); any other line that is not one is an input error."""
+    path = Path(out)
+    if not path.exists():
+        return set()
+    lines = path.read_text(encoding="utf-8").split("\n")
+    done: set[str] = set()
+    for number, text in enumerate(lines, 1):
+        if not text.strip():
+            continue
+        try:
+            item = json.loads(text)
+        except ValueError:
+            if number == len(lines):  # no newline after it: the write was cut
+                continue
+            raise InputError("not a batch result line (expected a JSON object with `agent`)",
+                             Location(str(path), number)) from None
+        if not isinstance(item, dict) or type(item.get("agent")) is not str:
+            raise InputError("not a batch result line (expected a JSON object with `agent`)",
+                             Location(str(path), number))
+        done.add(item["agent"])
+    return done
+
+
+# --- on the workers -------------------------------------------------------------------------
+
+def solve_agent(policy: Any, agent: Agent, trace: str = "none", baseline_dir: str | None = None) -> AgentOutcome:
+    """One agent: the ordinary library call (and an audit against its baseline). Errors of its
+    own input are its outcome, not the batch's."""
+    from .. import pipeline
+    from ..ci import audit as auditing
+    from ..context import Context
+    from ..records import load_records
+
+    try:
+        records = load_records(agent.records)
+        context = Context(tenant=agent.tenant) if agent.tenant is not None else None
+        result = pipeline.run(policy, records, context, trace=trace).result
+        changed: list[tuple[str, str | None, str, str]] = []
+        if baseline_dir is not None:
+            stored = auditing.load_baseline(str(Path(baseline_dir) / f"{agent.agent}.json"))
+            for finding in auditing.compare(policy, stored, result):
+                if not finding.passed:
+                    before, after = finding.data["before"], finding.data["after"]
+                    rule = (after or {}).get("rule") or (before or {}).get("rule")
+                    changed.append((finding.name, rule, _outcome(before), _outcome(after)))
+    except MemsolveError as error:
+        return AgentOutcome(agent.agent, error=error.render() if isinstance(error, InputError) else str(error))
+    line = {"agent": agent.agent, "tenant": agent.tenant if agent.tenant is not None else policy.tenant,
+            **json.loads(result.to_json())}
+    exclusions = Counter(e.rule for e in result.excluded)
+    return AgentOutcome(agent.agent, json.dumps(line, ensure_ascii=False, sort_keys=False),
+                        exclusions=dict(exclusions), changed=tuple(changed))
+
+
+def solve_partition(agents: Iterable[Agent], policy_text: str, policy_file: str, trace: str,
+                    baseline_dir: str | None) -> list[AgentOutcome]:
+    """One partition of the bag: the policy is read once, then every agent in turn."""
+    from ..policies.load import policy_from_text
+
+    policy = policy_from_text(policy_text, policy_file)
+    return [solve_agent(policy, agent, trace, baseline_dir) for agent in agents]
+
+
+def _outcome(value: Any) -> str:
+    from ..result import describe_outcome
+
+    return describe_outcome(value)
+
+
+# --- on the client --------------------------------------------------------------------------
+
+def run_batch(
+    policy_file: str,
+    agents: Sequence[Agent],
+    out: str | Path,
+    *,
+    scheduler: str = "local",
+    workers: int | None = None,
+    partition_size: int = 100,
+    trace: str = "none",
+    baseline_dir: str | None = None,
+    on_error: Callable[[str, str], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> BatchSummary:
+    """Run every agent not yet in ``out``; append each finished partition's lines; finally
+    rewrite ``out`` in agent order. ``on_error(agent, message)`` is called for each failed
+    agent, ``on_progress(done, total)`` after each partition (agents done of those to run)."""
+    import dask.bag as db
+    from distributed import Client, LocalCluster, as_completed
+
+    from ..policies.load import load_policy
+
+    load_policy(policy_file)  # a bad policy stops the batch before any agent runs
+    policy_text = Path(policy_file).read_bytes().decode("utf-8")
+    skip = done_agents(out)
+    _cut_partial_line(out)
+    todo = [a for a in agents if a.agent not in skip]
+    exclusions: Counter[str] = Counter()
+    changed_by_rule: Counter[str] = Counter()
+    changed_agents: list[str] = []
+    errors: list[str] = []
+    if todo:
+        cluster = None
+        if scheduler == "local":
+            cluster = LocalCluster(n_workers=workers or min(os.cpu_count() or 1, 8), threads_per_worker=1,
+                                   processes=True, dashboard_address=":0")
+            client = Client(cluster)
+        else:
+            client = Client(scheduler, timeout="30s")
+        try:
+            npartitions = max(1, math.ceil(len(todo) / partition_size))
+            bag = db.from_sequence(todo, npartitions=npartitions).map_partitions(
+                solve_partition, policy_text, policy_file, trace, baseline_dir)
+            futures = client.compute(bag.to_delayed())
+            done = 0
+            with open(out, "a", encoding="utf-8") as handle:
+                for future in as_completed(futures):
+                    outcomes: list[AgentOutcome] = future.result()
+                    for outcome in outcomes:
+                        if outcome.error is not None:
+                            errors.append(outcome.agent)
+                            if on_error is not None:
+                                on_error(outcome.agent, outcome.error)
+                            continue
+                        handle.write(outcome.line + "\n")
+                        exclusions.update(outcome.exclusions)
+                        if outcome.changed:
+                            changed_agents.append(outcome.agent)
+                            changed_by_rule.update(rule or "(budget and price)" for _, rule, _, _ in outcome.changed)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                    done += len(outcomes)
+                    if on_progress is not None:
+                        on_progress(done, len(todo))
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    _sort_lines(out)
+    return BatchSummary(len(agents), len(todo) - len(errors), len(agents) - len(todo), tuple(sorted(errors)),
+                        dict(exclusions), baseline_dir is not None, dict(changed_by_rule),
+                        tuple(sorted(changed_agents)))
+
+
+def _cut_partial_line(out: str | Path) -> None:
+    """Drop a last line that a crash cut short (no newline after it), so appends start on a line."""
+    path = Path(out)
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with open(path, "r+b") as handle:
+            handle.truncate(data.rfind(b"\n") + 1)
+
+
+def _sort_lines(out: str | Path) -> None:
+    """Rewrite ``out`` in agent order (atomically); a line cut by a crash is dropped."""
+    path = Path(out)
+    if not path.exists():
+        write_text(path, "", force=False)
+        return
+    lines = {}
+    for text in path.read_text(encoding="utf-8").split("\n"):
+        try:
+            item = json.loads(text)
+        except ValueError:
+            continue
+        lines[item["agent"]] = text
+    write_text(path, "".join(lines[name] + "\n" for name in sorted(lines)), force=True)
