@@ -20,6 +20,7 @@ from .instance import Instance, Scaled
 # to a million rows: the kernel takes capacities below 2**40 so that they stay inside 128 bits.
 MAX_CAPACITY = 2**40
 MAX_LEVELS = 62
+MAX_PRICES = 32  # kernel solves a count limit may take before the numpy path answers
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,10 @@ def solve_kernel_counted(
     lo, hi = 0, int(values[usable].max()) if usable.any() else 1  # priced at hi, no level is worth keeping
     mu = min(max(_estimate(instance, scaled, free.multiplier, limit), lo + 1), hi - 1)
     step = max(mu // 64, 1)
-    while hi - lo > 1:
+    # past a relative precision of 1e-7 the price is at the breakpoint itself: a duality gap
+    for _ in range(MAX_PRICES):
+        if hi - lo <= max(1, hi // 10**7):
+            break
         found = priced(mu)
         if found is None:
             return None
