@@ -44,6 +44,8 @@ def test_standard_input_and_an_output_file(tmp_path) -> None:
     assert out.read_text() == adapters.import_file("langgraph", str(DATA / "adapters" / "langgraph.jsonl")).jsonl()
     again = runner.invoke(main, ["import", "langgraph", "-", "--out", str(out)], input=text)
     assert again.exit_code == 2 and "exists" in again.stderr  # never overwritten silently
+    empty = runner.invoke(main, ["import", "mem0", "-"], input="")
+    assert (empty.exit_code, empty.stdout, empty.stderr) == (0, "", "imported 0 of 0 mem0 items from standard input\n")
 
 
 def test_an_unmappable_item_is_one_line_exit_2(cli, tmp_path) -> None:

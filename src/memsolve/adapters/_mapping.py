@@ -335,7 +335,7 @@ def read_export(file: str, source: str) -> tuple[list[Any], Callable[[Sequence[A
     is not one JSON value).
     """
     doc = _document(file)
-    data = doc.data
+    data = [] if doc.data is None else doc.data  # an empty file or stream holds no items
     prefix: tuple[Any, ...] = ()
     if doc.format == "json" and isinstance(data, dict):
         held = [name for name in LISTS if isinstance(data.get(name), list)]
