@@ -13,11 +13,8 @@ from __future__ import annotations
 import email
 import importlib.util
 import json
-import os
 import shutil
-import subprocess
 import sys
-import sysconfig
 import tarfile
 import zipfile
 from pathlib import Path
@@ -26,42 +23,25 @@ import pytest
 
 import memsolve
 
+from .ci.helpers import ISOLATED, deps_venv, run, source_copy
 from .conftest import ROOT, needs
-
-pytestmark = needs(all(importlib.util.find_spec(m) for m in ("build", "twine")) and shutil.which("git") is not None,
-                   "the build and twine packages and git (the test extra)")
-
-
-# the fresh environment sees only what it holds (no PYTHONPATH into a checkout)
-_ISOLATED = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
 
 
 def _run(*args: object, cwd: Path | None = None, env: dict[str, str] | None = None) -> str:
-    proc = subprocess.run([str(a) for a in args], cwd=cwd, env=env or _ISOLATED, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, f"{args}: exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return proc.stdout
+    return run(*args, cwd=cwd, env=env).stdout
 
 
-def _source_copy(dest: Path) -> Path:
-    """The repository's files as a clone would have them (tracked, plus new files git does not
-    ignore): no build output or compiled module of this checkout leaks into the package."""
-    listed = _run("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ROOT)
-    for name in filter(None, listed.split("\0")):
-        source = ROOT / name
-        if source.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest / name)
-    return dest
+pytestmark = needs(all(importlib.util.find_spec(m) for m in ("build", "twine")) and shutil.which("git") is not None,
+                   "the build and twine packages and git (the test extra)")
 
 
 @pytest.fixture(scope="module")
 def dists(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """sdist, the wheel built from it (with the C compiler), and a wheel built with no compiler."""
     root = tmp_path_factory.mktemp("pkg")
-    source = _source_copy(root / "src")
+    source = source_copy(root / "src")
     out = root / "dist"
-    env = {**_ISOLATED, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**ISOLATED, "PYTHONDONTWRITEBYTECODE": "1"}
     _run(sys.executable, "-m", "build", "--no-isolation", "--outdir", out, source, env=env)
     no_cc = root / "dist-no-cc"
     # a compiler that does not exist: the optional extension fails, the build does not
@@ -101,11 +81,7 @@ def test_metadata_is_complete_and_the_version_has_one_source(dists: dict[str, Pa
 
 def _fresh_venv(where: Path, wheel: Path) -> Path:
     """A new environment holding only ``wheel``; the dependencies come from this environment."""
-    _run(sys.executable, "-m", "venv", "--without-pip", where)
-    python = where / "bin" / "python"
-    site = _run(python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))").strip()
-    ours = {sysconfig.get_path("purelib"), sysconfig.get_path("platlib")}
-    Path(site, "memsolve-test-deps.pth").write_text("\n".join(sorted(ours)) + "\n")
+    python = deps_venv(where)
     _run(sys.executable, "-m", "pip", "--python", python, "install", "--no-index", "--no-deps", "--quiet", wheel)
     return python
 

