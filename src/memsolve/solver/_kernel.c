@@ -781,7 +781,15 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     int tie_rule = 1;
     size_t generated2 = 0, tail_rows = 0;
     if (n_free) {
-        qsort(core, n_free, sizeof(int64_t), compare_rows);
+        if (n_free > (size_t)n / 16) {  /* many free rows (the correlated classes): input order by one pass */
+            memset(searched, 0, (size_t)n);  /* phase 1 is over: its marks are free to reuse */
+            for (size_t c = 0; c < n_free; c++) searched[core[c]] = 1;
+            size_t at = 0;
+            for (Py_ssize_t i = 0; i < n; i++)
+                if (searched[i]) core[at++] = i;
+        } else {
+            qsort(core, n_free, sizeof(int64_t), compare_rows);
+        }
         const int64_t *free_rows = core;
         size_t F = n_free;
         /* rest_w, rest_v: tokens and value of the fixed rows; layer j holds the suffix
