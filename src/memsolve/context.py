@@ -9,7 +9,7 @@ over another.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -66,7 +66,7 @@ class ResolvedContext:
 class _Given:
     source: str
     value: Any
-    where: Location | None
+    where: Callable[[], Location] | None  # called only to word a conflict: locating reads the file again
 
 
 def _pick(name: str, given: list[_Given]) -> Any:
@@ -76,7 +76,7 @@ def _pick(name: str, given: list[_Given]) -> Any:
     first = present[0]
     for other in present[1:]:
         if other.value != first.value:
-            where = other.where or first.where or Location()
+            where = (other.where or first.where or Location)()
             hint = "give it in one place or make them agree"
             if other.source == "the policy":
                 hint += " (`--set` edits the policy for one run)"
@@ -94,15 +94,18 @@ def resolve_context(policy: Policy, records: RecordSet, context: Context | None)
     rc = records.context
     flag, file = "the caller", "the records file"
 
-    def rec(*path: Any) -> Location:
-        return records.locate(*path)
+    def rec(*path: Any) -> Callable[[], Location]:
+        return lambda: records.locate(*path)
+
+    def pol(*path: Any) -> Callable[[], Location]:
+        return lambda: policy.locate(*path)
 
     def everywhere(name: str, caller: Any, in_file: Any, in_policy: Any, *policy_path: str) -> Any:
         """The one value caller, records file and policy agree on (None when none gives it)."""
         return _pick(name, [
             _Given(flag, caller, None),
             _Given(file, in_file, rec(name)),
-            _Given("the policy", in_policy, policy.locate(*policy_path)),
+            _Given("the policy", in_policy, pol(*policy_path)),
         ])
 
     budget = everywhere("budget", ctx.budget, rc.budget, policy.budget.tokens, "budget", "tokens")
@@ -123,7 +126,7 @@ def resolve_context(policy: Policy, records: RecordSet, context: Context | None)
         "current_version",
         [_Given(flag, ctx.current_version, None), _Given(file, rc.current_version, rec("current_version"))]
         + [
-            _Given("the policy", r.current_version, policy.locate(*_rule_path(policy, r), "current_version"))
+            _Given("the policy", r.current_version, pol(*_rule_path(policy, r), "current_version"))
             for r in authority_rules
         ],
     )
@@ -144,7 +147,7 @@ def resolve_context(policy: Policy, records: RecordSet, context: Context | None)
                 _Given(
                     "the policy",
                     r.current_versions.get(document),
-                    policy.locate(*_rule_path(policy, r), "current_versions", document),
+                    pol(*_rule_path(policy, r), "current_versions", document),
                 )
                 for r in authority_rules
             ],

@@ -4,7 +4,8 @@
     scope    RecordSet, tenant               → RecordSet         (the tenant's records; others only counted)
     admit    RecordSet, ResolvedContext      → RecordSet         (records this policy and moment refuse
                                                                   become InvalidRecord)
-    rules    RecordSet                       → RecordVerdicts…   (every rule for every valid record)
+    rules    RecordSet                       → Judgement         (every rule for every valid record, as
+                                                                  masks over the record columns)
     compile  eligible records and scores     → Compiled          (the MCKP instance; invert maps back)
     solve    Compiled                        → Solution          (the asked-for engine)
     check    Solution                        → Outcome           (cross-check, feasibility, greedy)
@@ -23,16 +24,30 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
+import numpy as np
+
+from .columns import ABSENT, LevelTable
 from .context import Context, ResolvedContext, resolve_context
 from .errors import InputError, SolverError, shown
 from .policies.model import Policy
 from .policies.rules import evaluate
-from .policies.verdicts import Ceiling, RecordVerdicts, Verdict, number
+from .policies.verdicts import Ceiling, Judgement, Verdict, number
 from .pricing import RoundPrice, next_queue, price_for
 from .records import InvalidRecord, Record, RecordSet
-from .result import TRACE_MODES, Chosen, Dropped, Excluded, Price, Result, SolverReport, TraceEntry, compression_check
+from .result import (
+    TRACE_MODES,
+    Chosen,
+    Deferred,
+    Dropped,
+    Excluded,
+    Price,
+    Result,
+    SolverReport,
+    TraceEntry,
+    compression_check,
+)
 from .solver import dp, engines
-from .solver.compile import Allocation, Compiled, compile_records
+from .solver.compile import Allocation, Allocations, Compiled, compile_rows, level_text
 from .tokens import counter
 
 STAGES = ("context", "scope", "admit", "rules", "compile", "solve", "check", "result")
@@ -63,7 +78,8 @@ class Prepared:
 
     ctx: ResolvedContext
     admitted: RecordSet  # the tenant's records, those refused at admission marked invalid
-    verdicts: tuple[RecordVerdicts, ...]  # the valid records, in input order
+    judgement: Judgement  # every rule over the admitted records' columns
+    eligible: np.ndarray  # the columns' rows that passed every rule: row r of the instance is eligible[r]
     compiled: Compiled
     round_price: RoundPrice
     per_token: float
@@ -75,7 +91,7 @@ class Run:
 
     prepared: Prepared
     outcome: engines.Outcome
-    allocations: tuple[Allocation, ...]  # one per eligible record, in input order
+    allocations: Allocations  # one per eligible record, in input order
     result: Result
 
     def allocation_of(self, record_id: str) -> Allocation | None:
@@ -92,50 +108,66 @@ def scope(records: RecordSet, ctx: ResolvedContext) -> RecordSet:
 
 
 def admit(policy: Policy, records: RecordSet, ctx: ResolvedContext) -> RecordSet:
-    """Check each record against the policy and the moment; problems become InvalidRecord."""
+    """Check each record against the policy and the moment; problems become InvalidRecord.
+    The checks run over the columns; only a record that fails one is looked at on its own."""
+    cols = records.columns
     derives = policy.utility.source == "relevance"
-    out: list[Record | InvalidRecord] = []
-    for record in records.records:
-        if isinstance(record, InvalidRecord):
-            out.append(record)
-            continue
+    deriving = bool(derives and ctx.query)
+
+    def refusable() -> np.ndarray:
+        """Rows the policy refuses whatever the moment: unknown store or level, no utility."""
+        table = _levels(policy, records)
+        out = table.unknown | ((cols.store.codes != ABSENT) & ~cols.store.isin(policy.stores))
+        return out if deriving else out | table.missing_utility
+
+    key = ("admit", tuple(policy.stores), tuple(policy.fidelity), policy.token_counter, deriving)
+    suspect = cols.memo(key, refusable) | (cols.timestamp > ctx.now)
+    refused = {}
+    for row in np.flatnonzero(suspect).tolist():
+        record = cols.records[row]
         problem = _problem(policy, records, ctx, record, derives)
-        out.append(record if problem is None else InvalidRecord(record.id, record.position, problem))
-    return replace(records, records=tuple(out))
+        if problem is not None:
+            refused[row] = InvalidRecord(record.id, record.position, problem)
+    return records.refused(refused) if refused else records
 
 
 def rules(
     policy: Policy, admitted: RecordSet, ctx: ResolvedContext, ceilings: Mapping[str, Ceiling] | None
-) -> tuple[RecordVerdicts, ...]:
+) -> Judgement:
     """Every rule's verdict on every valid record (the first invalid one fails the run under
     ``on_invalid_record: error``)."""
-    invalid = admitted.invalid
-    if invalid and policy.on_invalid_record == "error":
-        raise invalid[0].error
-    return tuple(evaluate(policy, admitted.valid, ctx, ceilings))
+    if len(admitted.columns) < len(admitted.records) and policy.on_invalid_record == "error":
+        raise admitted.invalid[0].error
+    return evaluate(policy, admitted.columns, ctx, ceilings)
 
 
 def compile_stage(
     policy: Policy,
-    verdicts: tuple[RecordVerdicts, ...],
+    admitted: RecordSet,
+    judgement: Judgement,
+    eligible: np.ndarray,
     ctx: ResolvedContext,
     per_token: float,
     ceilings: Mapping[str, Ceiling] | None,
 ) -> Compiled:
     """The instance of the eligible records, utilities derived from their relevance scores."""
-    eligible = [v for v in verdicts if v.eligible]
-    return compile_records(
-        [v.record for v in eligible],
-        policy.fidelity,
+    return compile_rows(
+        _levels(policy, admitted),
+        eligible,
+        judgement.columns.records,
         ctx.budget,
         per_token,
         ctx.max_records,
-        counter(policy.token_counter, policy.locate("tokens", "counter")),
-        scores=[v.relevance for v in eligible],
+        scores=judgement.relevance,
         retention=policy.utility.retention,
         temperature=policy.utility.temperature,
         ceilings=None if ceilings is None else {rid: c.level for rid, c in ceilings.items()},
     )
+
+
+def _levels(policy: Policy, records: RecordSet) -> LevelTable:
+    return records.columns.levels(policy.fidelity, policy.token_counter,
+                                  lambda: counter(policy.token_counter, policy.locate("tokens", "counter")))
 
 
 def result(
@@ -143,44 +175,15 @@ def result(
     records: RecordSet,
     prep: Prepared,
     outcome: engines.Outcome,
-    allocations: tuple[Allocation, ...],
+    allocations: Allocations,
     price: Price,
     trace: str = "full",
 ) -> Result:
     """The Result: every record in input order with its outcome, verdicts and allocation; the
-    trace holds every record's entry, the excluded ones', or none (``trace``, TRACE_MODES)."""
+    trace holds every record's entry, the excluded ones', or none (``trace``, TRACE_MODES).
+    The record lists are built when first read (:class:`Outcomes`)."""
     _check_trace(trace)
-    full, excluded_only = trace == "full", trace == "excluded"
-    verdicts_at = {v.record.position: v for v in prep.verdicts}
-    allocation_at = {a.record.position: a for a in allocations}
-    selected, dropped, excluded, entries = [], [], [], []
-    # positions count the tenant's records only: a trace must not reveal where other tenants' sit
-    for position, item in enumerate(prep.admitted.records):
-        if isinstance(item, InvalidRecord):
-            reason = item.error.message
-            excluded.append(Excluded(item.id, "invalid", reason, position))
-            if full or excluded_only:
-                evidence = {"location": item.error.location.render(), "path": item.error.path}
-                invalid = Verdict("invalid", False, reason, evidence)
-                entries.append(TraceEntry(item.id, position, "excluded", (invalid,)))
-            continue
-        judged = verdicts_at[item.position]
-        deciding = judged.deciding
-        if deciding is not None:
-            excluded.append(Excluded(item.id, deciding.rule, deciding.reason, position))
-            if full or excluded_only:
-                entries.append(TraceEntry(item.id, position, "excluded", judged.verdicts))
-            continue
-        allocation = allocation_at[item.position]
-        if allocation.selected:
-            selected.append(Chosen(item.id, allocation.level, allocation.tokens, allocation.utility, allocation.text))
-        else:
-            assert allocation.drop_reason is not None
-            dropped.append(Dropped(item.id, allocation.drop_reason))
-        if full:
-            outcome_name = "selected" if allocation.selected else "dropped"
-            entries.append(TraceEntry(item.id, position, outcome_name, judged.verdicts, allocation))
-
+    outcomes = Outcomes(prep, allocations, trace)
     solution = outcome.solution
     greedy_report = None
     if outcome.greedy is not None and solution.engine != "greedy":
@@ -206,14 +209,85 @@ def result(
         objective=solution.objective,
         utility=solution.utility,
         tokens_used=solution.tokens_used,
-        selected=tuple(selected),
-        dropped=tuple(dropped),
-        excluded=tuple(excluded),
+        selected=Deferred(outcomes.selected),
+        dropped=Deferred(outcomes.dropped),
+        excluded=Deferred(outcomes.excluded),
         other_tenants=prep.admitted.other_tenants,
-        trace=tuple(entries),
+        trace=Deferred(outcomes.trace),
         compression=None if actions is None else compression_check(actions.original, actions.compressed),
         trace_mode=trace,
     )
+
+
+class Outcomes:
+    """Each record's outcome, read off the judgement and the allocations when asked for.
+
+    Positions count the tenant's records only: a trace must not reveal where other tenants' sit.
+    """
+
+    def __init__(self, prep: Prepared, allocations: Allocations, trace: str) -> None:
+        self.prep, self.allocations, self.trace_mode = prep, allocations, trace
+
+    def selected(self) -> Iterator[Chosen]:
+        compiled, choice = self.prep.compiled, self.allocations.choice
+        inst, levels = compiled.instance, compiled.levels
+        for row in np.flatnonzero(choice >= 0).tolist():
+            j = int(choice[row])
+            record = compiled.record(row)
+            yield Chosen(record.id, levels[j], int(inst.tokens[row, j]), float(inst.utility[row, j]),
+                         level_text(record, levels[j]))
+
+    def dropped(self) -> Iterator[Dropped]:
+        compiled = self.prep.compiled
+        for row in np.flatnonzero(self.allocations.choice < 0).tolist():
+            yield Dropped(compiled.record(row).id, self.allocations.drop_reason(row))
+
+    def excluded(self) -> Iterator[Excluded]:
+        for position, item, row in self._walk(eligible=False):
+            if row is None:
+                yield Excluded(item.id, "invalid", item.error.message, position)
+            else:
+                deciding = self.prep.judgement.deciding_verdict(row)
+                yield Excluded(item.id, deciding.rule, deciding.reason, position)
+
+    def trace(self) -> Iterator[TraceEntry]:
+        if self.trace_mode == "none":
+            return
+        judgement = self.prep.judgement
+        instance_row = np.full(len(judgement.eligible), -1)
+        instance_row[self.prep.eligible] = np.arange(len(self.prep.eligible))
+        for position, item, row in self._walk(eligible=self.trace_mode == "full"):
+            if row is None:
+                evidence = {"location": item.error.location.render(), "path": item.error.path}
+                invalid = Verdict("invalid", False, item.error.message, evidence)
+                yield TraceEntry(item.id, position, "excluded", (invalid,))
+            elif not judgement.eligible[row]:
+                yield TraceEntry(item.id, position, "excluded", judgement.verdicts(row).verdicts)
+            else:
+                allocation = self.allocations[int(instance_row[row])]
+                outcome_name = "selected" if allocation.selected else "dropped"
+                yield TraceEntry(item.id, position, outcome_name, judgement.verdicts(row).verdicts, allocation)
+
+    def _walk(self, eligible: bool) -> Iterator[tuple[int, Any, int | None]]:
+        """(position, record, column row) of the admitted records in input order: the invalid
+        ones (row None), the excluded ones and, with ``eligible``, the eligible ones too."""
+        judgement = self.prep.judgement
+        items = self.prep.admitted.records
+        shown_rows = np.arange(len(judgement.eligible)) if eligible else np.flatnonzero(~judgement.eligible)
+        at = judgement.columns.index[shown_rows].tolist()  # their positions among the tenant's records
+        rows = iter(zip(at, shown_rows.tolist(), strict=True))
+        next_valid = next(rows, None)
+        invalid = len(judgement.columns) < len(items)
+        for position, item in enumerate(items) if invalid else ():
+            if isinstance(item, InvalidRecord):
+                yield position, item, None
+            elif next_valid is not None and next_valid[0] == position:
+                yield position, item, next_valid[1]
+                next_valid = next(rows, None)
+        while not invalid and next_valid is not None:
+            position, row = next_valid
+            yield position, items[position], row
+            next_valid = next(rows, None)
 
 
 # --- running them -----------------------------------------------------------------------
@@ -232,11 +306,13 @@ def prepare(
     ctx = clock.time("context", lambda: resolve_context(policy, records, context))
     view = clock.time("scope", lambda: scope(records, ctx))
     admitted = clock.time("admit", lambda: admit(policy, view, ctx))
-    verdicts = clock.time("rules", lambda: rules(policy, admitted, ctx, ceilings))
+    judgement = clock.time("rules", lambda: rules(policy, admitted, ctx, ceilings))
     rp = round_price or price_for(policy)
     per_token = rp.lam / ctx.budget if ctx.budget > 0 else 0.0
-    compiled = clock.time("compile", lambda: compile_stage(policy, verdicts, ctx, per_token, ceilings))
-    return Prepared(ctx, admitted, verdicts, compiled, rp, per_token)
+    eligible = np.flatnonzero(judgement.eligible)
+    compiled = clock.time("compile", lambda: compile_stage(policy, admitted, judgement, eligible, ctx, per_token,
+                                                           ceilings))
+    return Prepared(ctx, admitted, judgement, eligible, compiled, rp, per_token)
 
 
 def finish(
@@ -255,7 +331,7 @@ def finish(
     primary = clock.time("solve", lambda: engines.solve(job, engine or policy.solver.engine))
     outcome = clock.time("check", lambda: engines.check(job, primary, policy.solver.cross_check))
 
-    def report() -> tuple[tuple[Allocation, ...], Result]:
+    def report() -> tuple[Allocations, Result]:
         rp, solution = prep.round_price, outcome.solution
         queue_after = next_queue(policy, rp.queue, solution.tokens_used, prep.ctx.budget)
         price = Price(rp.lam, prep.per_token, rp.queue, queue_after)

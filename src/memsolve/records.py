@@ -19,10 +19,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from . import schemas
+from .columns import Columns
 from .context import CONTEXT_FIELDS, Context
 from .errors import InputError, Location, not_finite, shown
 from .source import MAX_INTEGER, Document, find_non_finite, load_document
@@ -138,11 +142,37 @@ class RecordSet:
 
     def view(self, tenant: str | None) -> RecordSet:
         """The records one tenant's run sees: all of them when no tenant is in force; else that
-        tenant's, the rest (other tenants', untenanted, unreadable) only counted."""
+        tenant's, the rest (other tenants', untenanted, unreadable) only counted. A view is made
+        once per tenant and kept, with its columns, for the next turn."""
         if tenant is None:
             return self
-        mine = tuple(r for r in self.records if r.tenant == tenant)
-        return replace(self, records=mine, other_tenants=self.other_tenants + len(self.records) - len(mine))
+        seen = self._views.get(tenant)
+        if seen is None:
+            mine = tuple(r for r in self.records if r.tenant == tenant)
+            seen = replace(self, records=mine, other_tenants=self.other_tenants + len(self.records) - len(mine))
+            self._views[tenant] = seen
+        return seen
+
+    def refused(self, invalid: Mapping[int, InvalidRecord]) -> RecordSet:
+        """This set with the records at these rows of its columns refused (admission): each
+        replaced by its InvalidRecord, and the columns kept for the rest."""
+        cols = self.columns
+        records = list(self.records)
+        for row, refusal in invalid.items():
+            records[int(cols.index[row])] = refusal
+        out = replace(self, records=tuple(records))
+        out.__dict__["columns"] = cols.take(np.setdiff1d(np.arange(len(cols)), list(invalid)))
+        return out
+
+    @cached_property
+    def _views(self) -> dict[str, RecordSet]:
+        return {}
+
+    @cached_property
+    def columns(self) -> Columns:
+        """The valid records as columns (built on first use, then kept with this set)."""
+        index = [i for i, r in enumerate(self.records) if isinstance(r, Record)]
+        return Columns.of([self.records[i] for i in index], index)  # type: ignore[misc]
 
     @property
     def count(self) -> int:
@@ -152,6 +182,9 @@ class RecordSet:
     def time_kind(self) -> str | None:
         """The one kind of time of the valid records ("number" or "rfc3339"; None without any);
         a view that mixes kinds is an input error at the first record of the other kind."""
+        kinds = set(self.columns.time_kinds)
+        if len(kinds) < 2:
+            return next(iter(kinds), None)
         first: Record | None = None
         for record in self.valid:
             if first is None:

@@ -7,9 +7,9 @@ deterministic: the same inputs give byte-identical output (no wall-clock values 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from .policies.verdicts import Verdict
 from .solver.compile import Allocation
@@ -18,6 +18,52 @@ SCHEMA = "memsolve/result/v1"
 # how much of the trace a result carries: every record, the excluded ones (why each was left
 # out, the audit's question), or none (an agent's per-turn call)
 TRACE_MODES = ("full", "excluded", "none")
+
+
+T = TypeVar("T")
+
+
+class Deferred(Sequence[T]):
+    """A tuple built on first use: a turn returns its result at once, and the lists a caller
+    never reads (thousands of dropped records, every trace entry) are never built. Compares,
+    hashes and prints as the tuple it stands for."""
+
+    __slots__ = ("_build", "_items")
+
+    def __init__(self, build: Callable[[], Iterable[T]]) -> None:
+        self._build: Callable[[], Iterable[T]] | None = build
+        self._items: tuple[T, ...] | None = None
+
+    @property
+    def items(self) -> tuple[T, ...]:
+        if self._items is None:
+            assert self._build is not None
+            self._items, self._build = tuple(self._build()), None
+        return self._items
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[T, ...]: ...
+    def __getitem__(self, index: int | slice) -> T | tuple[T, ...]:
+        return self.items[index]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.items)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Deferred):
+            return self.items == other.items
+        return isinstance(other, tuple) and self.items == other
+
+    def __hash__(self) -> int:
+        return hash(self.items)
+
+    def __repr__(self) -> str:
+        return repr(self.items)
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
@@ -214,11 +260,12 @@ class Result:
     objective: float
     utility: float
     tokens_used: int
-    selected: tuple[Chosen, ...]
-    dropped: tuple[Dropped, ...]
-    excluded: tuple[Excluded, ...]
+    # tuples, or Deferred ones (built when first read)
+    selected: Sequence[Chosen]
+    dropped: Sequence[Dropped]
+    excluded: Sequence[Excluded]
     other_tenants: int  # records of other tenants: counted, never described
-    trace: tuple[TraceEntry, ...]
+    trace: Sequence[TraceEntry]
     compression: Compression | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)  # further sections: ``state`` in a round
     trace_mode: str = "full"  # which entries ``trace`` holds (TRACE_MODES)

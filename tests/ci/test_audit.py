@@ -53,19 +53,20 @@ def test_invariants_catch_a_broken_isolation(cli, monkeypatch: pytest.MonkeyPatc
     """Tenant isolation broken behind the pipeline's back (the scope stage lets every record in
     and every record passes the tenant rule): the invariants, which re-read the records file
     rather than trusting the run, report the leak without naming the other tenant's records."""
+    import numpy as np
+
     from memsolve import pipeline
-    from memsolve.policies.verdicts import Verdict
+    from memsolve.policies.verdicts import Judgement, RuleMask, Verdict
     real = pipeline.evaluate
-    broken = Verdict("tenant", True, "broken", {})
+    broken = RuleMask("tenant", np.array([]), lambda row: Verdict("tenant", True, "broken", {}))
     replaced = []
 
     def no_isolation(*args, **kwargs):
-        out = []
-        for verdicts in real(*args, **kwargs):
-            replaced.extend(v for v in verdicts.verdicts if v.rule == "tenant" and not v.passed)
-            out.append(replace(verdicts, verdicts=tuple(broken if v.rule == "tenant" else v
-                                                         for v in verdicts.verdicts)))
-        return out
+        judged = real(*args, **kwargs)
+        tenant = judged.masks[0]
+        replaced.extend(np.flatnonzero(~tenant.passed).tolist())
+        everyone = replace(broken, passed=np.ones_like(tenant.passed))
+        return Judgement.of(judged.columns, (everyone, *judged.masks[1:]))
 
     monkeypatch.setattr(pipeline, "evaluate", no_isolation)
     monkeypatch.setattr(pipeline, "scope", lambda records, ctx: records)  # the run sees every record

@@ -78,8 +78,9 @@ def test_the_tenant_rule_fails_closed_when_called_directly() -> None:
 
     policy = make_policy(BUDGET + "tenant: a\n")
     records = memsolve.load_records([rec("theirs", tenant="b"), rec("nobody")])
-    judged = evaluate(policy, records.valid, resolve_context(policy, records, memsolve.Context(now=1)))
-    reasons = {v.record.id: v.deciding.reason for v in judged if v.deciding is not None}
+    judged = evaluate(policy, records.columns, resolve_context(policy, records, memsolve.Context(now=1)))
+    reasons = {judged.columns.records[row].id: judged.deciding_verdict(row).reason
+               for row in range(len(records.columns)) if not judged.eligible[row]}
     assert reasons == {"theirs": "belongs to tenant `b`, not `a`", "nobody": "record has no tenant (fail closed)"}
 
 

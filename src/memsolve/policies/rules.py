@@ -3,15 +3,22 @@
 A record is eligible when all its verdicts pass. When it is not, the *deciding* rule is the
 first failing one in this order: ``tenant``, then the policy's rules in the order written.
 All failures stay in the trace, so an author sees every reason at once.
+
+Each rule is a vectorised mask over the record columns (:class:`RuleMask`) and a function that
+words one record's verdict (reason and evidence) when a trace, an explanation or a table asks:
+a turn decides over arrays and builds verdict objects only for what it shows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 
+import numpy as np
+
+from ..columns import ABSENT, Columns
 from ..context import ResolvedContext
 from ..errors import InputError
-from ..records import DELETE, Record
+from ..records import DELETE
 from ..relevance import score_records
 from ..timeutil import RFC3339, TimeValueError, format_time, parse_duration
 from .model import (
@@ -26,7 +33,7 @@ from .model import (
     StoresRule,
     VersionAuthorityRule,
 )
-from .verdicts import Ceiling, RecordVerdicts, Verdict, number
+from .verdicts import Ceiling, Judgement, RuleMask, Verdict, number
 
 
 class Evaluator:
@@ -61,25 +68,33 @@ class Evaluator:
 
 def evaluate(
     policy: Policy,
-    records: Sequence[Record],
+    columns: Columns,
     context: ResolvedContext,
     ceilings: Mapping[str, Ceiling] | None = None,
-) -> list[RecordVerdicts]:
-    """Judge every record under every rule; results in input order.
+) -> Judgement:
+    """Judge every record under every rule, as arrays over ``columns``.
 
     With ``ceilings`` (a round with state) the last rule is ``fidelity-ceiling``.
     """
     ev = Evaluator(policy, context)
-    checks: list[Callable[[Record], Verdict]] = [_tenant(ev)]
+    masks = [_tenant(ev, columns)]
     for rule in policy.rules:
-        checks.append(_check_for(ev, rule, records))
+        masks.append(_mask_for(ev, rule, columns))
     if ceilings is not None:
-        checks.append(_fidelity_ceiling(ceilings))
-    return [RecordVerdicts(r, tuple(check(r) for check in checks)) for r in records]
+        masks.append(_fidelity_ceiling(ceilings, columns))
+    return Judgement.of(columns, tuple(masks))
 
 
-def _fidelity_ceiling(ceilings: Mapping[str, Ceiling]) -> Callable[[Record], Verdict]:
-    def check(record: Record) -> Verdict:
+def _everyone(cols: Columns) -> np.ndarray:
+    return np.ones(len(cols), dtype=bool)
+
+
+def _fidelity_ceiling(ceilings: Mapping[str, Ceiling], cols: Columns) -> RuleMask:
+    deleted = {rid for rid, c in ceilings.items() if c.level == DELETE}
+    passed = np.fromiter((r.id not in deleted for r in cols.records), dtype=bool, count=len(cols))
+
+    def explain(row: int) -> Verdict:
+        record = cols.records[row]
         ceiling = ceilings.get(record.id)
         if ceiling is None:
             return Verdict("fidelity-ceiling", True, "new record: any level", {"ceiling": None})
@@ -90,31 +105,34 @@ def _fidelity_ceiling(ceilings: Mapping[str, Ceiling]) -> Callable[[Record], Ver
         return Verdict("fidelity-ceiling", True,
                        f"at most `{ceiling.level}` (set in round {ceiling.round})", evidence)
 
-    return check
+    return RuleMask("fidelity-ceiling", passed, explain)
 
 
-def _check_for(ev: Evaluator, rule: Rule, records: Sequence[Record]) -> Callable[[Record], Verdict]:
+def _mask_for(ev: Evaluator, rule: Rule, cols: Columns) -> RuleMask:
     if isinstance(rule, StoresRule):
-        return _stores(rule)
+        return _stores(rule, cols)
     if isinstance(rule, SessionsRule):
-        return _sessions(ev, rule)
+        return _sessions(ev, rule, cols)
     if isinstance(rule, MaxAgeRule):
-        return _max_age(ev, rule)
+        return _max_age(ev, rule, cols)
     if isinstance(rule, FreshnessRule):
-        return _freshness(ev, rule)
+        return _freshness(ev, rule, cols)
     if isinstance(rule, VersionAuthorityRule):
-        return _version_authority(ev, rule)
+        return _version_authority(ev, rule, cols)
     if isinstance(rule, LatestKeyRule):
-        return _latest_key(rule, records)
+        return _latest_key(rule, cols)
     if isinstance(rule, RelevanceRule):
-        return _relevance(ev, rule, records)
+        return _relevance(ev, rule, cols)
     raise AssertionError(type(rule))
 
 
-def _tenant(ev: Evaluator) -> Callable[[Record], Verdict]:
+def _tenant(ev: Evaluator, cols: Columns) -> RuleMask:
     tenant = ev.ctx.tenant
+    passed = _everyone(cols) if tenant is None else cols.memo(
+        ("tenant", tenant), lambda: cols.tenant.codes == cols.tenant.code(tenant))
 
-    def check(record: Record) -> Verdict:
+    def explain(row: int) -> Verdict:
+        record = cols.records[row]
         evidence = {"tenant": tenant, "record_tenant": record.tenant}
         if tenant is None:
             return Verdict("tenant", True, "no tenant configured; isolation not enforced", evidence)
@@ -124,13 +142,14 @@ def _tenant(ev: Evaluator) -> Callable[[Record], Verdict]:
             return Verdict("tenant", False, f"belongs to tenant `{record.tenant}`, not `{tenant}`", evidence)
         return Verdict("tenant", True, f"belongs to tenant `{tenant}`", evidence)
 
-    return check
+    return RuleMask("tenant", passed, explain)
 
 
-def _stores(rule: StoresRule) -> Callable[[Record], Verdict]:
+def _stores(rule: StoresRule, cols: Columns) -> RuleMask:
     allow = rule.allow
 
-    def check(record: Record) -> Verdict:
+    def explain(row: int) -> Verdict:
+        record = cols.records[row]
         evidence = {"store": record.store, "allow": list(allow)}
         if record.store is None:
             return Verdict(rule.id, False, "record has no store (fail closed)", evidence)
@@ -138,10 +157,10 @@ def _stores(rule: StoresRule) -> Callable[[Record], Verdict]:
             return Verdict(rule.id, False, f"store `{record.store}` is not allowed", evidence)
         return Verdict(rule.id, True, f"store `{record.store}` is allowed", evidence)
 
-    return check
+    return RuleMask(rule.id, cols.memo(("stores", tuple(allow)), lambda: cols.store.isin(allow)), explain)
 
 
-def _sessions(ev: Evaluator, rule: SessionsRule) -> Callable[[Record], Verdict]:
+def _sessions(ev: Evaluator, rule: SessionsRule, cols: Columns) -> RuleMask:
     current = ev.ctx.session
     if not rule.include_previous and current is None:
         raise InputError(
@@ -149,8 +168,11 @@ def _sessions(ev: Evaluator, rule: SessionsRule) -> Callable[[Record], Verdict]:
             "pass --session or set `context.session`",
             rule.where,
         )
+    passed = _everyone(cols) if rule.include_previous else cols.memo(
+        ("session", current), lambda: cols.session.codes == cols.session.code(current))
 
-    def check(record: Record) -> Verdict:
+    def explain(row: int) -> Verdict:
+        record = cols.records[row]
         evidence = {"session": record.session, "current_session": current,
                     "include_previous": rule.include_previous}
         if rule.include_previous:
@@ -161,30 +183,43 @@ def _sessions(ev: Evaluator, rule: SessionsRule) -> Callable[[Record], Verdict]:
             return Verdict(rule.id, False, f"from session `{record.session}`, not the current `{current}`", evidence)
         return Verdict(rule.id, True, "from the current session", evidence)
 
-    return check
+    return RuleMask(rule.id, passed, explain)
 
 
-def _max_age(ev: Evaluator, rule: MaxAgeRule) -> Callable[[Record], Verdict]:
+def _max_age(ev: Evaluator, rule: MaxAgeRule, cols: Columns) -> RuleMask:
     limit = ev.duration(rule.limit)
     assert limit is not None  # the schema requires a value
 
-    def check(record: Record) -> Verdict:
-        age = ev.ctx.now - record.timestamp
+    def explain(row: int) -> Verdict:
+        age = ev.ctx.now - cols.records[row].timestamp
         evidence = {"age": ev.span(age), "max_age": ev.span(limit)}
         if age <= limit:  # inclusive boundary
             return Verdict(rule.id, True, f"age {ev.span(age)} is within max age {ev.span(limit)}", evidence)
         return Verdict(rule.id, False, f"age {ev.span(age)} exceeds max age {ev.span(limit)}", evidence)
 
-    return check
+    return RuleMask(rule.id, ev.ctx.now - cols.timestamp <= limit, explain)
 
 
-def _freshness(ev: Evaluator, rule: FreshnessRule) -> Callable[[Record], Verdict]:
+def _freshness(ev: Evaluator, rule: FreshnessRule, cols: Columns) -> RuleMask:
     default_ttl = ev.duration(rule.default_ttl)
     by_store = {store: ev.duration(ttl) for store, ttl in rule.ttl_by_store.items()}
 
+    def ttls() -> tuple[np.ndarray, np.ndarray]:
+        """Each row's ttl: its own when given (NaN: never expires), else its store's, else the
+        default; and the rows that never expire."""
+        ttl = np.full(len(cols), np.nan if default_ttl is None else default_ttl)
+        for store, value in by_store.items():
+            ttl[cols.store.codes == cols.store.code(store)] = np.nan if value is None else value
+        ttl = np.where(cols.ttl_given, cols.ttl, ttl)
+        return ttl, np.isnan(ttl)
+
+    ttl, forever = cols.memo(("ttl", default_ttl, tuple(sorted(by_store.items()))), ttls)
+    passed = forever | (ev.ctx.now - cols.timestamp <= ttl)  # inclusive: fresh at exactly its ttl
+
     now = ev.time(ev.ctx.now)  # the same for every record
 
-    def check(record: Record) -> Verdict:
+    def explain(row: int) -> Verdict:
+        record = cols.records[row]
         if record.ttl_given:
             ttl, source = record.ttl, "record"
         elif record.store in by_store:
@@ -203,19 +238,35 @@ def _freshness(ev: Evaluator, rule: FreshnessRule) -> Callable[[Record], Verdict
         }
         if ttl is None:
             return Verdict(rule.id, True, f"never expires (ttl null, from {source})", evidence)
-        if age <= ttl:  # inclusive: a record is still fresh at exactly its ttl
+        if age <= ttl:
             return Verdict(rule.id, True, f"age {age_shown} is within ttl {ttl_shown}", evidence)
         return Verdict(rule.id, False, f"expired: age {age_shown} exceeds ttl {ttl_shown} ({source})", evidence)
 
-    return check
+    return RuleMask(rule.id, passed, explain)
 
 
-def _version_authority(ev: Evaluator, rule: VersionAuthorityRule) -> Callable[[Record], Verdict]:
+_NO_VERSION = -3  # the code of "no known current version": equal to no record's version
+
+
+def _version_authority(ev: Evaluator, rule: VersionAuthorityRule, cols: Columns) -> RuleMask:
     # the context has already reconciled this rule's versions with the caller's and the file's
     versions = dict(ev.ctx.current_versions)
     default = ev.ctx.current_version
 
-    def check(record: Record) -> Verdict:
+    def code(version: str | None) -> int:
+        return _NO_VERSION if version is None else cols.version.code(version)
+
+    def mask() -> np.ndarray:
+        # the current version's code for each document (an empty document name counts as none)
+        by_document = np.array([code(versions.get(d, default) if d else default) for d in cols.document.values]
+                               + [code(default)], dtype=np.int32)
+        documents = np.where(cols.document.codes == ABSENT, len(cols.document.values), cols.document.codes)
+        return ~cols.authority | (cols.version.codes == by_document[documents])
+
+    passed = cols.memo(("version", default, tuple(sorted(versions.items()))), mask)
+
+    def explain(row: int) -> Verdict:
+        record = cols.records[row]
         current = versions.get(record.document, default) if record.document else default
         evidence = {"authority": record.authority, "document": record.document,
                     "version": record.version, "current_version": current}
@@ -230,62 +281,75 @@ def _version_authority(ev: Evaluator, rule: VersionAuthorityRule) -> Callable[[R
             )
         return Verdict(rule.id, True, f"authority bound to the current version {current}", evidence)
 
-    return check
+    return RuleMask(rule.id, passed, explain)
 
 
-def _latest_key(rule: LatestKeyRule, records: Sequence[Record]) -> Callable[[Record], Verdict]:
+def _latest_key(rule: LatestKeyRule, cols: Columns) -> RuleMask:
     # Decided over all the tenant's records before any other filter: a superseded record
     # stays out even when its successor is excluded by another rule (never resurrected).
-    latest: dict[tuple[str | None, str], Record] = {}
-    tie_at: dict[tuple[str | None, str], float] = {}  # the timestamp at which a group had a tie
-    for record in records:
-        if record.key is None:
-            continue
-        group = (record.tenant, record.key)
-        best = latest.get(group)
-        if best is None or record.timestamp >= best.timestamp:
-            if best is not None and record.timestamp == best.timestamp:
-                tie_at[group] = record.timestamp
-            latest[group] = record
+    # One sort by (tenant, key, timestamp, input order): the last row of each group wins, so a
+    # timestamp tie goes to the later input position.
+    winner, tie, passed = cols.memo(("latest",), lambda: _latest(cols))
 
-    def check(record: Record) -> Verdict:
+    def explain(row: int) -> Verdict:
+        record = cols.records[row]
         if record.key is None:
             return Verdict(rule.id, True, "record has no key", {"key": None})
-        group = (record.tenant, record.key)
-        winner = latest[group]
-        tie = tie_at.get(group) == winner.timestamp == record.timestamp
-        evidence = {"key": record.key, "latest": winner.id, "tie": tie}
-        if winner is record:
+        best = cols.records[int(winner[row])]
+        evidence = {"key": record.key, "latest": best.id, "tie": bool(tie[row])}
+        if best is record:
             reason = f"latest for key `{record.key}`"
-            if tie:
+            if tie[row]:
                 reason += " (timestamp tie won by later input position)"
             return Verdict(rule.id, True, reason, evidence)
-        reason = f"superseded by `{winner.id}` for key `{record.key}`"
-        if tie:
+        reason = f"superseded by `{best.id}` for key `{record.key}`"
+        if tie[row]:
             reason += " (same timestamp; the later input position wins)"
         return Verdict(rule.id, False, reason, evidence)
 
-    return check
+    return RuleMask(rule.id, passed, explain)
 
 
-def _relevance(ev: Evaluator, rule: RelevanceRule, records: Sequence[Record]) -> Callable[[Record], Verdict]:
+def _latest(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's group winner (itself without a key), whether it shares its group's latest
+    timestamp with another row, and whether it is the winner."""
+    n = len(cols)
+    keyed = np.flatnonzero(cols.key.codes != ABSENT)
+    winner = np.arange(n)
+    tie = np.zeros(n, dtype=bool)
+    if keyed.size:
+        tenants, keys, stamps = cols.tenant.codes[keyed], cols.key.codes[keyed], cols.timestamp[keyed]
+        order = keyed[np.lexsort((keyed, stamps, keys, tenants))]
+        t, k = cols.tenant.codes[order], cols.key.codes[order]
+        last = np.ones(order.size, dtype=bool)
+        last[:-1] = (t[1:] != t[:-1]) | (k[1:] != k[:-1])
+        group = np.cumsum(np.r_[True, last[:-1]]) - 1  # each sorted row's group number
+        winners = order[last]
+        winner[order] = winners[group]
+        at_latest = cols.timestamp[order] == cols.timestamp[winner[order]]
+        tie_groups = np.bincount(group, weights=at_latest, minlength=winners.size) > 1
+        tie[order] = at_latest & tie_groups[group]
+    return winner, tie, winner == np.arange(n)
+
+
+def _relevance(ev: Evaluator, rule: RelevanceRule, cols: Columns) -> RuleMask:
     query = ev.ctx.query
     if not query:
-        def no_query(record: Record) -> Verdict:
+        def no_query(row: int) -> Verdict:
             return Verdict(rule.id, True, "no query given; relevance not applied", {"query": None})
-        return no_query
+        return RuleMask(rule.id, _everyone(cols), no_query)
 
     half_life = ev.duration(rule.half_life) if rule.half_life is not None else (
         24.0 if ev.ctx.time_kind == "number" else 24 * 3600.0
     )
     assert half_life is not None
-    scored = dict(zip((r.position for r in records),
-                      score_records(query, records, ev.ctx.now, half_life, rule.recency_weight, rule.scorer),
-                      strict=True))
+    scored = score_records(query, cols.records, ev.ctx.now, half_life, rule.recency_weight, rule.scorer)
     weight = number(rule.recency_weight)
+    passed = np.fromiter((found.similarity > 0 for found in scored), dtype=bool, count=len(scored))
+    values = np.fromiter((found.value for found in scored), dtype=np.float64, count=len(scored))
 
-    def check(record: Record) -> Verdict:
-        found = scored[record.position]
+    def explain(row: int) -> Verdict:
+        found = scored[row]
         evidence = {"query": query, "scorer": rule.scorer, "similarity": round(found.similarity, 12),
                     "recency": round(found.recency, 12), "recency_weight": weight, "score": found.value}
         if found.similarity <= 0:
@@ -293,4 +357,4 @@ def _relevance(ev: Evaluator, rule: RelevanceRule, records: Sequence[Record]) ->
         reason = f"matches the query (similarity {found.similarity:.3f}, score {found.score:.3f})"
         return Verdict(rule.id, True, reason, evidence, found.value)
 
-    return check
+    return RuleMask(rule.id, passed, explain, values)

@@ -6,10 +6,13 @@ may still take), and :func:`number`, the way numbers are written into evidence.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
+from ..columns import Columns
 from ..records import Record
 
 
@@ -66,3 +69,42 @@ class Ceiling:
 
     level: str  # a fidelity level, or DELETE
     round: int
+
+
+@dataclass(frozen=True, eq=False)
+class RuleMask:
+    """One rule over every record at once: which rows pass, and the verdict of one row (its
+    reason and evidence), built only when a trace, an explanation or a table asks for it."""
+
+    rule: str
+    passed: np.ndarray  # bool, one per row
+    explain: Callable[[int], Verdict]
+    scores: np.ndarray | None = None  # the relevance rule: each row's score (Verdict.score)
+
+
+@dataclass(frozen=True, eq=False)
+class Judgement:
+    """Every rule over every record: the rules stage's output, kept as arrays."""
+
+    columns: Columns
+    masks: tuple[RuleMask, ...]  # in evaluation order: tenant, the policy's rules, the ceiling
+    eligible: np.ndarray  # bool: every rule passed
+    deciding: np.ndarray  # int: index in ``masks`` of the first failing rule, -1 when eligible
+    relevance: np.ndarray | None  # the last relevance rule's scores; None without a query
+
+    @classmethod
+    def of(cls, columns: Columns, masks: tuple[RuleMask, ...]) -> Judgement:
+        deciding = np.full(len(columns), -1)
+        for index in range(len(masks) - 1, -1, -1):  # the first failing rule overwrites the later ones
+            deciding[~masks[index].passed] = index
+        eligible = deciding < 0
+        relevance = next((m.scores for m in reversed(masks) if m.scores is not None), None)
+        return cls(columns, masks, eligible, deciding, relevance)
+
+    def verdicts(self, row: int) -> RecordVerdicts:
+        """The verdicts on one row's record, every rule in evaluation order."""
+        return RecordVerdicts(self.columns.records[row], tuple(m.explain(row) for m in self.masks))
+
+    def deciding_verdict(self, row: int) -> Verdict:
+        """The first failing verdict of an excluded row."""
+        return self.masks[int(self.deciding[row])].explain(row)

@@ -1,8 +1,9 @@
 """Compile eligible records into an :class:`Instance`, and invert a solution into allocations.
 
-``compile_records`` builds the instance; :meth:`Compiled.invert` maps an engine's answer back
-to one :class:`Allocation` per record (cvxpy's apply/invert): engines never see record ids, and
-the result, ``explain`` and ``audit`` read allocations, never rows.
+:func:`compile_rows` builds the instance from the records' level table (arrays, one row per
+eligible record); :meth:`Compiled.invert` maps an engine's answer back to one :class:`Allocation`
+per record (cvxpy's apply/invert): engines never see record ids, and the result, ``explain`` and
+``audit`` read allocations, never rows. Allocations are built when read (:class:`Allocations`).
 
 Per record: levels ordered by the policy's fidelity list; token counts from the record or
 counted from the level's text; utilities from the record or derived from relevance; then the
@@ -13,12 +14,14 @@ maximum from the lowest level up), each repair kept for the trace.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
+from ..columns import LevelTable
 from ..policies.verdicts import number
 from ..records import DELETE, Record
 from .instance import MAX_SCALE, Instance, Solution
@@ -86,10 +89,7 @@ class Allocation:
     @property
     def text(self) -> str | None:
         """The chosen level's text (the record's text when the level has none; None when deleted)."""
-        for level in self.record.levels:
-            if level.name == self.level:
-                return level.text if level.text is not None else self.record.text
-        return None
+        return level_text(self.record, self.level)
 
     def to_dict(self) -> dict[str, Any]:
         """The trace's ``allocation`` entry."""
@@ -99,46 +99,112 @@ class Allocation:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Compiled:
     """The instance and what is needed to read its solution as records and levels."""
 
     instance: Instance
-    records: tuple[Record, ...]  # one per row
+    source: Sequence[Record]  # the records compiled from, row ``rows[r]`` of them for row r
+    rows: np.ndarray
     levels: tuple[str, ...]  # one per column, highest fidelity first
-    repairs: Mapping[int, tuple[Repair, ...]]  # by row
-    derived: Mapping[int, Derived]  # by row
-    scores: np.ndarray | None  # relevance scores per row, for the greedy ranking
+    given: np.ndarray  # utilities before the monotonicity repair (n, k)
+    sharpened: np.ndarray  # per row: exp((s − s_best) / T) where a utility was derived, else NaN
+    row_scores: np.ndarray | None  # relevance scores per row
+    best_score: float
+    temperature: float
+    scores: np.ndarray | None  # relevance scores per row, for the greedy ranking (None: no record has one)
+
+    @cached_property
+    def records(self) -> tuple[Record, ...]:
+        """The record of each row."""
+        return tuple(self.source[i] for i in self.rows.tolist())
+
+    def record(self, row: int) -> Record:
+        return self.source[int(self.rows[row])]
+
+    def repairs(self, row: int) -> tuple[Repair, ...]:
+        """The utilities raised at one row, lowest fidelity last (as the trace lists them)."""
+        inst = self.instance
+        raised = np.flatnonzero(inst.mask[row] & (inst.utility[row] > self.given[row])).tolist()
+        return tuple(Repair(self.levels[j], float(self.given[row, j]), float(inst.utility[row, j])) for j in raised)
+
+    def derived(self, row: int) -> Derived | None:
+        """How the row's utility was derived from its relevance score (None: it was given)."""
+        sharpened = float(self.sharpened[row])
+        if math.isnan(sharpened):
+            return None
+        assert self.row_scores is not None
+        return Derived(float(self.row_scores[row]), self.best_score, self.temperature, sharpened)
 
     def invert(
         self, solution: Solution, reduction: Reduction | None, scale: float = MAX_SCALE
-    ) -> tuple[Allocation, ...]:
+    ) -> Allocations:
         """One allocation per row, in row order: the chosen level, the offer, and why a record
         was dropped (each reason computed once per record: linear in the number of records).
         ``scale`` is the one the engines solved at (:func:`.instance.scale`): values below
         1/(2·scale) count as nothing, and a record dropped for that says so."""
-        inst = self.instance
-        tokens, utility, mask = inst.tokens.tolist(), inst.utility.tolist(), inst.mask.tolist()
-        net = inst.net().tolist()
-        choice = solution.choice.tolist()
-        searched = None if reduction is None else (reduction.keep.sum(axis=1) > 1).tolist()
-        full = inst.max_records is not None and solution.count >= inst.max_records
-        out = []
-        for row, record in enumerate(self.records):
-            offered = tuple(
-                Offer(self.levels[j], tokens[row][j], utility[row][j], utility[row][j] - inst.price * tokens[row][j])
-                for j in range(inst.k) if mask[row][j]
-            )
-            j = choice[row]
-            decided = None if searched is None else ("search" if searched[row] else "bound")
-            if j >= 0:
-                level, size, value, reason = self.levels[j], tokens[row][j], utility[row][j], None
-            else:
-                level, size, value = DELETE, 0, 0.0
-                reason = _drop_reason(inst, tokens[row], mask[row], net[row], full, scale)
-            out.append(Allocation(record, row, level, size, value, offered, decided, reason,
-                                  self.repairs.get(row, ()), self.derived.get(row)))
-        return tuple(out)
+        searched = None if reduction is None else reduction.keep.sum(axis=1) > 1
+        full = self.instance.max_records is not None and solution.count >= self.instance.max_records
+        return Allocations(self, solution.choice, searched, full, scale)
+
+
+@dataclass(frozen=True, eq=False)
+class Allocations(Sequence[Allocation]):
+    """The allocation of every row of a compiled instance, each built when first read."""
+
+    compiled: Compiled
+    choice: np.ndarray  # int64 per row: the level's column, -1 deleted
+    searched: np.ndarray | None  # bool per row: more than one level survived the reductions
+    full: bool  # the count limit is reached
+    scale: float
+    _built: dict[int, Allocation] = field(default_factory=dict, repr=False)
+
+    def __len__(self) -> int:
+        return len(self.choice)
+
+    def __getitem__(self, row: int) -> Allocation:  # type: ignore[override]
+        if row < 0:
+            row += len(self)
+        found = self._built.get(row)
+        if found is None:
+            found = self._build(row)
+            self._built[row] = found
+        return found
+
+    def __iter__(self) -> Iterator[Allocation]:
+        return (self[row] for row in range(len(self)))
+
+    def drop_reason(self, row: int) -> str:
+        """Why a deleted row was left out."""
+        inst = self.compiled.instance
+        tokens, utility = inst.tokens[row].tolist(), inst.utility[row].tolist()
+        net = [u - inst.price * t for u, t in zip(utility, tokens, strict=True)]
+        return _drop_reason(inst, tokens, inst.mask[row].tolist(), net, self.full, self.scale)
+
+    def _build(self, row: int) -> Allocation:
+        compiled, inst = self.compiled, self.compiled.instance
+        tokens, utility, mask = inst.tokens[row].tolist(), inst.utility[row].tolist(), inst.mask[row].tolist()
+        offered = tuple(
+            Offer(compiled.levels[j], tokens[j], utility[j], utility[j] - inst.price * tokens[j])
+            for j in range(inst.k) if mask[j]
+        )
+        j = int(self.choice[row])
+        decided = None if self.searched is None else ("search" if self.searched[row] else "bound")
+        if j >= 0:
+            level, size, value, reason = compiled.levels[j], tokens[j], utility[j], None
+        else:
+            level, size, value, reason = DELETE, 0, 0.0, self.drop_reason(row)
+        return Allocation(compiled.record(row), row, level, size, value, offered, decided, reason,
+                          compiled.repairs(row), compiled.derived(row))
+
+
+def level_text(record: Record, level: str) -> str | None:
+    """The text of a record's ``level`` (the record's text when the level has none; None when
+    the record has no such level, as for delete)."""
+    for offered in record.levels:
+        if offered.name == level:
+            return offered.text if offered.text is not None else record.text
+    return None
 
 
 def _drop_reason(
@@ -160,61 +226,52 @@ def _drop_reason(
     return "not worth its tokens within the budget"
 
 
-def compile_records(
+def compile_rows(
+    table: LevelTable,
+    rows: np.ndarray,
     records: Sequence[Record],
-    fidelity: Sequence[str],
     budget: int,
     price: float,
     max_records: int | None,
-    count_tokens: Callable[[str], int],
-    scores: Sequence[float | None] | None = None,
+    scores: np.ndarray | None = None,
     retention: Mapping[str, float] | None = None,
     temperature: float = 0.05,
     ceilings: Mapping[str, str] | None = None,
 ) -> Compiled:
-    """Build the instance; ``scores`` (relevance, one per record, None where the record has
-    none) supply utilities a record does not carry; ``ceilings`` (record id → level) withhold
-    every level above a record's ceiling."""
-    levels = tuple(fidelity)
-    column = {name: j for j, name in enumerate(levels)}
-    n, k = len(records), len(levels)
-    tokens = np.zeros((n, k), dtype=np.int64)
-    utility = np.zeros((n, k), dtype=np.float64)
-    mask = np.zeros((n, k), dtype=bool)
-    repairs: dict[int, tuple[Repair, ...]] = {}
-    derived: dict[int, Derived] = {}
-    known = [s for s in scores if s is not None] if scores is not None else []
-    best_score = max(known, default=0.0)
-    retention = retention or {}
+    """Build the instance of the table's ``rows`` (``records[rows[r]]`` is row r's record);
+    ``scores`` (relevance, one per row of the table, None without a query) supply utilities a
+    record does not carry; ``ceilings`` (record id → level) withhold every level above a
+    record's ceiling."""
+    levels = table.levels
+    n, k = len(rows), len(levels)
+    tokens = table.tokens[rows]
+    given = table.utility[rows]  # a copy (fancy indexing): derived utilities are filled in below
+    mask = table.present[rows]
+    if ceilings:
+        column = {name: j for j, name in enumerate(levels)}
+        lowest = np.fromiter((column.get(ceilings.get(records[i].id, levels[0]), 0) for i in rows.tolist()),
+                             dtype=np.int64, count=n)
+        mask &= np.arange(k) >= lowest[:, None]  # fidelity never rises across rounds
 
-    for row, record in enumerate(records):
-        lowest_allowed = column.get((ceilings or {}).get(record.id, levels[0]), 0)
-        for level in record.levels:
-            j = column[level.name]  # admission has rejected unknown level names
-            mask[row, j] = j >= lowest_allowed  # fidelity never rises across rounds
-            text = level.text if level.text is not None else record.text or ""
-            tokens[row, j] = level.tokens if level.tokens is not None else count_tokens(text)
-            if level.utility is not None:
-                utility[row, j] = level.utility
-            else:  # admission guarantees a score exists when a utility is missing
-                score = scores[row]  # type: ignore[index]
-                assert score is not None
-                sharpened = math.exp((score - best_score) / temperature)
-                derived[row] = Derived(score, best_score, temperature, sharpened)
-                utility[row, j] = retention.get(level.name, 1.0 if j == 0 else 0.0) * sharpened
-        fixed = []
-        running = 0.0
-        for j in range(k - 1, -1, -1):
-            if not mask[row, j]:
-                continue
-            if utility[row, j] < running:
-                fixed.append(Repair(levels[j], float(utility[row, j]), running))
-                utility[row, j] = running
-            running = float(utility[row, j])
-        if fixed:
-            repairs[row] = tuple(reversed(fixed))
+    row_scores = None if scores is None else scores[rows]
+    best_score = float(row_scores.max()) if row_scores is not None and n else 0.0
+    sharpened = np.full(n, np.nan)
+    missing = np.isnan(given)
+    derive = np.flatnonzero(missing.any(axis=1))
+    if derive.size:  # admission guarantees a score wherever a utility is missing
+        assert row_scores is not None
+        # math.exp, as the evidence reports it (numpy's exp may differ in the last bit)
+        sharpened[derive] = [math.exp((s - best_score) / temperature) for s in row_scores[derive].tolist()]
+        retention = retention or {}
+        kept = np.array([retention.get(name, 1.0 if j == 0 else 0.0) for j, name in enumerate(levels)])
+        given[missing] = (kept[None, :] * sharpened[:, None])[missing]
+
+    # the repair: each offered level worth at least the best offered level below it
+    offered = np.where(mask, given, -np.inf)
+    floor = np.maximum.accumulate(offered[:, ::-1], axis=1)[:, ::-1] if k else offered
+    utility = np.where(mask, np.maximum(floor, given), given)
 
     instance = Instance(tokens, utility, mask, budget, price, max_records)
-    # the greedy ranks by relevance when any record has a score
-    row_scores = np.array([0.0 if s is None else s for s in scores]) if known else None
-    return Compiled(instance, tuple(records), levels, repairs, derived, row_scores)
+    greedy_scores = row_scores if row_scores is not None and n else None  # the greedy ranks by relevance
+    return Compiled(instance, records, rows, levels, given, sharpened, row_scores, best_score, temperature,
+                    greedy_scores)

@@ -1,0 +1,179 @@
+"""Records as columns: what the per-turn stages read (DESIGN §10).
+
+A :class:`Columns` holds the valid records of one record set as numpy arrays, one row per
+record in input order: times, ttls, flags, and every string field as codes into its distinct
+values. It is built once per record set (:attr:`memsolve.records.RecordSet.columns`) and kept
+between turns, so admission, the rules and the compile stage are array operations, not a loop
+over record objects. :class:`LevelTable` is the records' levels laid out in one policy's fidelity
+order (tokens counted from text once, with that policy's counter).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+if TYPE_CHECKING:  # records builds on this module; Record is for annotations only
+    from .records import Record
+
+T = TypeVar("T")
+
+ABSENT = -1  # the code of a field the record does not give
+UNKNOWN = -2  # the code of a value no record has: compares unequal to every row
+_MEMO_SIZE = 256
+
+
+@dataclass(frozen=True, eq=False)
+class Codes:
+    """One string field as integer codes (ABSENT where a record has none) and the distinct values."""
+
+    codes: np.ndarray  # int32, one per row
+    values: tuple[str, ...]
+    index: dict[str, int] = field(repr=False)
+
+    @classmethod
+    def of(cls, values: Sequence[str | None]) -> Codes:
+        index: dict[str, int] = {}
+        codes = np.fromiter((ABSENT if v is None else index.setdefault(v, len(index)) for v in values),
+                            dtype=np.int32, count=len(values))
+        return cls(codes, tuple(index), index)
+
+    def code(self, value: str | None) -> int:
+        """The code of ``value``: ABSENT for None, UNKNOWN for a value no record has."""
+        return ABSENT if value is None else self.index.get(value, UNKNOWN)
+
+    def isin(self, values: Sequence[str]) -> np.ndarray:
+        """Rows whose value is one of ``values`` (never a row without one)."""
+        wanted = [c for c in (self.index.get(v) for v in values) if c is not None]
+        return np.isin(self.codes, np.array(wanted, dtype=np.int32))
+
+    def take(self, rows: np.ndarray) -> Codes:
+        return Codes(self.codes[rows], self.values, self.index)
+
+
+@dataclass(frozen=True, eq=False)
+class LevelTable:
+    """The records' levels in one fidelity order: sizes, utilities (NaN where the record leaves
+    the utility to relevance), which levels each record offers, and the admission facts."""
+
+    levels: tuple[str, ...]
+    tokens: np.ndarray  # int64 (n, k); 0 where absent
+    utility: np.ndarray  # float64 (n, k); NaN where not given, 0 where absent
+    present: np.ndarray  # bool (n, k)
+    unknown: np.ndarray  # bool (n,): the record has a level outside this fidelity list
+    missing_utility: np.ndarray  # bool (n,): some level has no utility (derived from relevance)
+
+    def take(self, rows: np.ndarray) -> LevelTable:
+        return LevelTable(self.levels, self.tokens[rows], self.utility[rows], self.present[rows],
+                          self.unknown[rows], self.missing_utility[rows])
+
+
+@dataclass(frozen=True, eq=False)
+class Columns:
+    """The valid records of a record set as columns; row i is ``records[i]``."""
+
+    records: tuple[Record, ...]
+    index: np.ndarray  # int64: each row's index in the record set's ``records`` (valid and invalid)
+    timestamp: np.ndarray  # float64
+    ttl: np.ndarray  # float64, NaN where the record's ttl is null or not given
+    ttl_given: np.ndarray  # bool
+    authority: np.ndarray  # bool
+    tenant: Codes
+    store: Codes
+    session: Codes
+    key: Codes
+    version: Codes
+    document: Codes
+    time_kinds: tuple[str, ...]  # one per row
+    _tables: dict[tuple[tuple[str, ...], str], LevelTable] = field(default_factory=dict, repr=False)
+    _memo: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False)
+    _parent: tuple[Columns, np.ndarray] | None = field(default=None, repr=False)  # (columns, rows) taken from
+
+    @classmethod
+    def of(cls, records: Sequence[Record], index: Sequence[int]) -> Columns:
+        n = len(records)
+        return cls(
+            records=tuple(records),
+            index=np.asarray(index, dtype=np.int64),
+            timestamp=np.fromiter((r.timestamp for r in records), dtype=np.float64, count=n),
+            ttl=np.fromiter((np.nan if r.ttl is None else r.ttl for r in records), dtype=np.float64, count=n),
+            ttl_given=np.fromiter((r.ttl_given for r in records), dtype=bool, count=n),
+            authority=np.fromiter((r.authority for r in records), dtype=bool, count=n),
+            tenant=Codes.of([r.tenant for r in records]),
+            store=Codes.of([r.store for r in records]),
+            session=Codes.of([r.session for r in records]),
+            key=Codes.of([r.key for r in records]),
+            version=Codes.of([r.version for r in records]),
+            document=Codes.of([r.document for r in records]),
+            time_kinds=tuple(r.time_kind for r in records),
+        )
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def memo(self, key: tuple[Any, ...], build: Callable[[], T]) -> T:
+        """``build()``, kept under ``key`` for the next turn: what a rule derives from the records
+        and the policy alone (a store mask, the latest record per key) is computed once."""
+        try:
+            return self._memo[key]  # type: ignore[no-any-return]
+        except KeyError:
+            if len(self._memo) >= _MEMO_SIZE:  # many sessions or queries over one set: start again
+                self._memo.clear()
+            value = self._memo[key] = build()
+            return value
+
+    def take(self, rows: np.ndarray) -> Columns:
+        """The rows ``rows`` (ascending) as columns of their own; level tables are shared."""
+        return Columns(
+            tuple(self.records[i] for i in rows.tolist()), self.index[rows], self.timestamp[rows], self.ttl[rows],
+            self.ttl_given[rows], self.authority[rows], self.tenant.take(rows), self.store.take(rows),
+            self.session.take(rows), self.key.take(rows), self.version.take(rows), self.document.take(rows),
+            tuple(self.time_kinds[i] for i in rows.tolist()), _parent=(self, rows),
+        )
+
+    def levels(
+        self, fidelity: Sequence[str], counter_name: str, counter: Callable[[], Callable[[str], int]]
+    ) -> LevelTable:
+        """The levels in ``fidelity`` order, a level without a token count counted from its text
+        with the counter named ``counter_name`` (``counter()`` makes it, when a table is built);
+        built once per fidelity list and counter."""
+        key = (tuple(fidelity), counter_name)
+        table = self._tables.get(key)
+        if table is None:
+            if self._parent is not None:
+                parent, rows = self._parent
+                table = parent.levels(fidelity, counter_name, counter).take(rows)
+            else:
+                table = _level_table(self.records, key[0], counter())
+            self._tables[key] = table
+        return table
+
+
+def _level_table(records: Sequence[Record], levels: tuple[str, ...], count: Callable[[str], int]) -> LevelTable:
+    column = {name: j for j, name in enumerate(levels)}
+    n, k = len(records), len(levels)
+    tokens = np.zeros((n, k), dtype=np.int64)
+    utility = np.zeros((n, k), dtype=np.float64)
+    present = np.zeros((n, k), dtype=bool)
+    unknown = np.zeros(n, dtype=bool)
+    missing = np.zeros(n, dtype=bool)
+    for row, record in enumerate(records):
+        for level in record.levels:
+            j = column.get(level.name)
+            if j is None:
+                unknown[row] = True
+                continue
+            present[row, j] = True
+            if level.tokens is not None:
+                tokens[row, j] = level.tokens
+            else:
+                tokens[row, j] = count(level.text if level.text is not None else record.text or "")
+            if level.utility is None:
+                utility[row, j] = np.nan
+                missing[row] = True
+            else:
+                utility[row, j] = level.utility
+    return LevelTable(levels, tokens, utility, present, unknown, missing)
