@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+import memsolve
+
 from ..conftest import ROOT, needs
 from .helpers import ISOLATED, deps_venv, loosen_max_age, run, source_copy, team_repo
 
@@ -28,8 +30,18 @@ pytestmark = needs(shutil.which("bash") is not None, "bash")
 
 @pytest.fixture(scope="module")
 def runner(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The action's checkout and a fresh environment that its install step (run here, once, as
+    the runner runs it) has installed memsolve into."""
     root = tmp_path_factory.mktemp("action")
-    return {"action_path": source_copy(root / "action"), "python": deps_venv(root / "venv"), "root": root}
+    runner = {"action_path": source_copy(root / "action"), "python": deps_venv(root / "venv"), "root": root}
+    workspace = root / "workspace"
+    workspace.mkdir()
+    code, _, printed = run_action(runner, workspace, _inputs(runner), steps=slice(0, 1))
+    assert code == 0, printed
+    assert f"memsolve {memsolve.__version__} (numpy kernel: not compiled at install)" in printed  # no compiler here
+    where = run(runner["python"], "-c", "import memsolve; print(memsolve.__file__)").stdout
+    assert Path(where.strip()).is_relative_to(root / "venv")  # installed from the checkout, not this one
+    return runner
 
 
 def _substitute(text: str, values: dict[str, str]) -> str:
@@ -39,9 +51,11 @@ def _substitute(text: str, values: dict[str, str]) -> str:
     return re.sub(r"\$\{\{\s*([\w.-]+)\s*\}\}", one, text)
 
 
-def run_action(runner: dict, workspace: Path, inputs: dict[str, str]) -> tuple[int, dict[str, str], str]:
-    """Every step in order, as the runner would; stops at the first failing step. Returns the last
-    exit status, the action's outputs and what the steps printed."""
+def run_action(runner: dict, workspace: Path, inputs: dict[str, str],
+               steps: slice = slice(1, None)) -> tuple[int, dict[str, str], str]:
+    """The steps in order (by default all but the install, which the fixture ran), as the runner
+    would; stops at the first failing step. Returns the last exit status, the action's outputs
+    and what the steps printed."""
     given = {name: str(spec.get("default", "")) for name, spec in ACTION["inputs"].items()}
     unknown = set(inputs) - set(given)
     assert not unknown, f"not inputs of the action: {unknown}"
@@ -51,7 +65,7 @@ def run_action(runner: dict, workspace: Path, inputs: dict[str, str]) -> tuple[i
     step_outputs: dict[str, dict[str, str]] = {}
     printed = []
     code = 0
-    for index, step in enumerate(ACTION["runs"]["steps"]):
+    for index, step in list(enumerate(ACTION["runs"]["steps"]))[steps]:
         assert step["shell"] == "bash"
         output = runner["root"] / f"output-{index}"
         output.write_text("")

@@ -28,8 +28,31 @@ from .common import (
 )
 
 
-def _emit(findings: list[Finding], fmt: str, summary: str, out: str | None, force: bool) -> None:
+def _emit(findings: list[Finding], fmt: str, summary: str, out: str | None, force: bool,
+          reports: tuple[tuple[str, str], ...] = ()) -> None:
+    for extra, path in reports:  # the files first: a CI log shows the printed report last
+        write_output(render(findings, extra, __version__, summary), path, force)
     write_output(render(findings, fmt, __version__, summary), out, force)
+
+
+def _report(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    out = []
+    for value in values:
+        fmt, sep, path = value.partition("=")
+        if not sep or fmt not in FORMATS or not path:
+            raise click.BadParameter(f"expected FORMAT=FILE with FORMAT one of {', '.join(FORMATS)}, got `{value}`")
+        out.append((fmt, path))
+    return tuple(out)
+
+
+report_option = click.option(
+    "--report", "reports", multiple=True, metavar="FORMAT=FILE", callback=_report,
+    help="Also write the findings in another format to a file (repeatable), e.g. sarif=memsolve.sarif: "
+         "one run for the log, SARIF and JUnit.")
+
+
+def _report_files(reports: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    return {f"--report {fmt}={path}": path for fmt, path in reports}
 
 
 @click.command()
@@ -38,20 +61,22 @@ def _emit(findings: list[Finding], fmt: str, summary: str, out: str | None, forc
 @click.option("--write-baseline", type=click.Path(dir_okay=False), help="Store this run's outcomes as the baseline.")
 @format_option(FORMATS)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the report here.")
-@click.option("--force", is_flag=True, help="Replace --write-baseline or --out if it exists.")
+@click.option("--force", is_flag=True, help="Replace --write-baseline, --out or a --report file if it exists.")
+@report_option
 @guarded
-def audit(inputs: Inputs, context: Context, baseline, write_baseline, fmt, out, force) -> None:
+def audit(inputs: Inputs, context: Context, baseline, write_baseline, fmt, out, force, reports) -> None:
     """Compare outcomes with a baseline (exit 1 on any change) and check the invariants."""
     if baseline is None and write_baseline is None:
         raise InputError("give --baseline FILE to compare, or --write-baseline FILE to store one")
-    check_outputs({"--out": out, "--write-baseline": write_baseline}, [("--baseline", baseline), *inputs.files()])
+    check_outputs({"--out": out, "--write-baseline": write_baseline, **_report_files(reports)},
+                  [("--baseline", baseline), *inputs.files()])
     policy, records = inputs.load()
     result = pipeline.solve(policy, records, context)
     if write_baseline:
         write_output(auditing.dumps(auditing.baseline(result)), write_baseline, force)
     stored = None if baseline is None else auditing.load_baseline(baseline)
     report = auditing.audit(policy, records, context, result, stored)
-    _emit(report.findings, fmt, report.summary, out, force)
+    _emit(report.findings, fmt, report.summary, out, force, reports)
     sys.exit(EXIT_FAILED if report.failed else EXIT_OK)
 
 
@@ -77,17 +102,18 @@ def explain(record_id, inputs: Inputs, context: Context, fmt) -> None:
 @click.argument("paths", nargs=-1, required=True)
 @format_option(FORMATS)
 @out_options
+@report_option
 @guarded
-def test_command(paths, fmt, out, force) -> None:
+def test_command(paths, fmt, out, force, reports) -> None:
     """Run policy tests (YAML files of kind PolicyTest, or folders of them)."""
     from ..ci.policytest import find_test_files, run_file, summary
 
-    check_outputs({"--out": out}, [("a test path", path) for path in paths])
+    check_outputs({"--out": out, **_report_files(reports)}, [("a test path", path) for path in paths])
     files = find_test_files(list(paths))
     if not files:
         raise InputError(f"no policy test files under {', '.join(paths)}")
     findings = [finding for path in files for finding in run_file(path)]
-    _emit(findings, fmt, summary(findings), out, force)
+    _emit(findings, fmt, summary(findings), out, force, reports)
     sys.exit(EXIT_FAILED if failed(findings) else EXIT_OK)
 
 
@@ -116,12 +142,14 @@ def diff(old_policy, new_policy, records_path, fmt) -> None:
               help="Also lint against these records (else each policy's own `records:`, if any).")
 @format_option(FORMATS)
 @out_options
+@report_option
 @guarded
-def check(policies, records_path, fmt, out, force) -> None:
+def check(policies, records_path, fmt, out, force, reports) -> None:
     """Schema validation plus semantic lints with stable codes (MS000-MS008); exit 1 on errors."""
     from ..ci.lint import check_policy, summary
 
-    check_outputs({"--out": out}, [("--records", records_path), *(("a policy", path) for path in policies)])
+    check_outputs({"--out": out, **_report_files(reports)},
+                  [("--records", records_path), *(("a policy", path) for path in policies)])
     findings = []
     for path in policies:
         source = records_path
@@ -131,7 +159,7 @@ def check(policies, records_path, fmt, out, force) -> None:
             except InputError:
                 source = None
         findings += check_policy(path, None if source is None else load_records(source))
-    _emit(findings, fmt, summary(policies, findings), out, force)
+    _emit(findings, fmt, summary(policies, findings), out, force, reports)
     sys.exit(EXIT_FAILED if failed(findings) else EXIT_OK)
 
 
