@@ -64,6 +64,8 @@ def test_metadata_is_complete_and_the_version_has_one_source(dists: dict[str, Pa
         meta = email.message_from_bytes(wheel.read(f"memsolve-{memsolve.__version__}.dist-info/METADATA"))
     assert meta["Version"] == memsolve.__version__  # pyproject reads it from memsolve.__version__
     assert "version =" not in (ROOT / "pyproject.toml").read_text().split("[project.optional-dependencies]")[0]
+    for doc in ("docs/ci/github-actions.yml", "docs/ci/pre-commit-config.yaml"):  # the release the docs pin
+        assert f"v{memsolve.__version__}" in (ROOT / doc).read_text(), doc
     assert meta["License-Expression"] == "MIT"
     assert f"memsolve-{memsolve.__version__}.dist-info/licenses/LICENSE" in names
     assert meta["Requires-Python"] == ">=3.10"

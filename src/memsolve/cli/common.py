@@ -199,7 +199,7 @@ def context_options(func: Callable[..., Any]) -> Callable[..., Any]:
         *_CONTEXT_FLAGS.values(),
         click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
                      help="Edit the policy for this run (repeatable): rules.relevance.recency_weight=1, "
-                          "rules.max_age=48, budget.tokens=10."),
+                          "rules.max-age=48 (a rule by the id traces show), budget.tokens=10."),
     ]
     for option in reversed(options):
         wrapper = option(wrapper)

@@ -36,8 +36,10 @@ def load_policy(path: str | Path, overrides: Sequence[str] = ()) -> Policy:
     """Read, validate and return the policy at ``path``; raises InputError with file:line.
 
     ``overrides`` are ``KEY=VALUE`` edits applied before validation (the CLI's ``--set``): KEY
-    is a dotted path, a rule addressed by its id or type (``rules.relevance.recency_weight=1``,
-    ``rules.max_age=48``), VALUE is read as YAML (``[episodic]``, ``false``, ``24h``).
+    is a dotted path, a rule addressed by the id traces show (``rules.max-age=48``, or an ``id:``
+    the author gave) or by its type (``rules.max_age=48``; ``rules.relevance.recency_weight=1``);
+    a name that matches no rule suggests the closest id. VALUE is read as YAML (``[episodic]``,
+    ``false``, ``24h``).
     """
     doc, raw = load_document(path, fmt="yaml")
     digest = hashlib.sha256(raw)
