@@ -36,7 +36,7 @@ from .common import (
 @click.option("--strict", is_flag=True, help="Exit 3 unless the optimum is proven.")
 @click.option("--timings", is_flag=True, help="Print stage timings to stderr.")
 @click.option("--state", "state_path", type=click.Path(dir_okay=False),
-              help="SQLite state file: pricing queue, fidelity ceilings, history.")
+              help="State: a SQLite file or a postgresql:// address (pricing queue, fidelity ceilings, history).")
 @click.option("--agent", help="Agent whose state this round reads and writes (with --state).")
 @click.option("--refresh", is_flag=True, help="Rebuild candidates from the archive: clear ceilings, keep Q and t.")
 @click.option("--dry-run", is_flag=True, help="Solve the round but write no state.")
