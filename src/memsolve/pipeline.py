@@ -29,7 +29,7 @@ import numpy as np
 from .columns import ABSENT, LevelTable
 from .context import Context, ResolvedContext, resolve_context
 from .errors import InputError, SolverError, shown
-from .policies.model import Policy
+from .policies.model import Policy, RelevanceRule
 from .policies.rules import evaluate
 from .policies.verdicts import Ceiling, Judgement, Verdict, number
 from .pricing import RoundPrice, next_queue, price_for
@@ -112,7 +112,7 @@ def admit(policy: Policy, records: RecordSet, ctx: ResolvedContext) -> RecordSet
     The checks run over the columns; only a record that fails one is looked at on its own."""
     cols = records.columns
     derives = policy.utility.source == "relevance"
-    deriving = bool(derives and ctx.query)
+    deriving = bool(derives and ctx.query and _scores_relevance(policy))
 
     def refusable() -> np.ndarray:
         """Rows the policy refuses whatever the moment: unknown store or level, no utility."""
@@ -435,4 +435,13 @@ def _problem(
             return InputError(
                 "no utility given; deriving it from relevance needs a query (--query)", at(record.position)
             )
+        if level.utility is None and not _scores_relevance(policy):
+            return InputError(
+                "no utility given; deriving it from relevance needs a `relevance` rule in the policy",
+                at(record.position),
+            )
     return None
+
+
+def _scores_relevance(policy: Policy) -> bool:
+    return any(isinstance(rule, RelevanceRule) for rule in policy.rules)

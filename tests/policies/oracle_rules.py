@@ -24,8 +24,9 @@ from memsolve.policies.model import (
 )
 from memsolve.policies.verdicts import Ceiling, RecordVerdicts, Verdict, number
 from memsolve.records import DELETE, Record
-from memsolve.relevance import score_records
 from memsolve.timeutil import RFC3339, TimeValueError, format_time, parse_duration
+
+from ..oracle_relevance import score_records
 
 
 class Evaluator:

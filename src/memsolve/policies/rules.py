@@ -19,7 +19,7 @@ from ..columns import ABSENT, Columns
 from ..context import ResolvedContext
 from ..errors import InputError
 from ..records import DELETE
-from ..relevance import score_records
+from ..relevance import RelevanceIndex
 from ..timeutil import RFC3339, TimeValueError, format_time, parse_duration
 from .model import (
     Duration,
@@ -343,13 +343,13 @@ def _relevance(ev: Evaluator, rule: RelevanceRule, cols: Columns) -> RuleMask:
         24.0 if ev.ctx.time_kind == "number" else 24 * 3600.0
     )
     assert half_life is not None
-    scored = score_records(query, cols.records, ev.ctx.now, half_life, rule.recency_weight, rule.scorer)
+    index = cols.memo(("relevance-index",), lambda: RelevanceIndex.of(cols.records))
+    scored = index.score(query, ev.ctx.now, half_life, rule.recency_weight, rule.scorer)
     weight = number(rule.recency_weight)
-    passed = np.fromiter((found.similarity > 0 for found in scored), dtype=bool, count=len(scored))
-    values = np.fromiter((found.value for found in scored), dtype=np.float64, count=len(scored))
+    passed = scored.similarity > 0
 
     def explain(row: int) -> Verdict:
-        found = scored[row]
+        found = scored.at(row)
         evidence = {"query": query, "scorer": rule.scorer, "similarity": round(found.similarity, 12),
                     "recency": round(found.recency, 12), "recency_weight": weight, "score": found.value}
         if found.similarity <= 0:
@@ -357,4 +357,4 @@ def _relevance(ev: Evaluator, rule: RelevanceRule, cols: Columns) -> RuleMask:
         reason = f"matches the query (similarity {found.similarity:.3f}, score {found.score:.3f})"
         return Verdict(rule.id, True, reason, evidence, found.value)
 
-    return RuleMask(rule.id, passed, explain, values)
+    return RuleMask(rule.id, passed, explain, scored.value)
