@@ -251,15 +251,19 @@ class StateStore:
     def keys(self, agent: str | None = None, *, policy: str | None = None, tenant: str | None = None) -> list[AgentKey]:
         """The stored keys, optionally only one agent's, one policy's (by name), one tenant's."""
         with self.transaction(write=False) as conn:
-            if conn is None:
-                return []
-            rows = self._execute(conn, "SELECT policy, tenant, agent FROM agents ORDER BY policy, tenant, agent"
-                                 ).fetchall()
+            return [] if conn is None else self._keys(conn, agent, policy, tenant)
+
+    def _keys(self, conn: Any, agent: str | None, policy: str | None, tenant: str | None) -> list[AgentKey]:
+        where = [(column, value) for column, value in (("policy", policy), ("tenant", tenant), ("agent", agent))
+                 if value is not None]
+        sql = "SELECT policy, tenant, agent FROM agents"
+        if where:
+            sql += " WHERE " + " AND ".join(f"{column}=?" for column, _ in where)
+        rows = self._execute(conn, sql, [value for _, value in where]).fetchall()
         if not all(type(v) is str for r in rows for v in r):
             raise self._corrupt("an agent's key is not text")
-        return [AgentKey(*r) for r in rows
-                if (agent is None or r[2] == agent) and (policy is None or r[0] == policy)
-                and (tenant is None or r[1] == tenant)]
+        # sorted here, not by the database: PostgreSQL orders text by its collation, SQLite by bytes
+        return [AgentKey(*r) for r in sorted(rows)]
 
     # --- rounds -----------------------------------------------------------------------
 
@@ -354,10 +358,10 @@ class StateStore:
     def export(self, agent: str | None = None, *, tenant: str | None = None) -> dict[str, Any]:
         """Every stored key (or one agent's, one tenant's) as JSON-ready data. With ``tenant`` the
         export holds only that tenant's keys: give one to a tenant, never the whole file."""
-        return {
-            "schema": "memsolve/state/v1",
-            "agents": [self.load(key).to_dict() for key in self.keys(agent, tenant=tenant)],
-        }
+        with self.transaction(write=False) as conn:  # one snapshot of every key
+            keys = [] if conn is None else self._keys(conn, agent, None, tenant)
+            agents = [self.load(key, conn).to_dict() for key in keys]
+        return {"schema": EXPORT_SCHEMA, "agents": agents}
 
 
     def import_state(self, states: Sequence[AgentState]) -> int:
