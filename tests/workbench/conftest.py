@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -52,14 +53,24 @@ def server() -> Iterator[str]:
     proc = subprocess.Popen([sys.executable, "-m", "memsolve", "workbench", "--policy", POLICY, "--labelled", LABELLED,
                              "--port", "0"],
                             cwd=ROOT, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    drain = None
     try:
-        line = proc.stderr.readline() if proc.stderr else ""
-        match = re.search(r"http://127\.0\.0\.1:\d+/", line)
-        assert match, f"no address from memsolve workbench: {line!r}"
+        seen, match = [], None
+        for line in proc.stderr or ():  # the address line, after any warning the interpreter prints
+            seen.append(line)
+            match = re.search(r"http://127\.0\.0\.1:\d+/", line)
+            if match:
+                break
+        assert match, f"no address from memsolve workbench: {''.join(seen)!r}"
+        # keep reading its stderr so that a chatty server never blocks on a full pipe
+        drain = threading.Thread(target=lambda: [None for _ in proc.stderr or ()], daemon=True)
+        drain.start()
         yield match.group(0)
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+        if drain is not None:
+            drain.join(timeout=20)  # it ends at the pipe's end, before the pipe is closed
         if proc.stderr:
             proc.stderr.close()
 
