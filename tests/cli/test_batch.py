@@ -187,3 +187,10 @@ def test_a_worker_killed_mid_batch_leaves_every_agent_exactly_once(tmp_path: Pat
     for line in lines(out):
         n = int(line["agent"][1:]) % 6 + 1
         assert {**line, "agent": f"agent-{n}"} == expected_line(f"agent-{n}", None)
+
+
+def test_an_out_that_cannot_be_written_is_one_line_before_any_work(tmp_path: Path, cli) -> None:
+    out = tmp_path / "no-such-folder" / "out.jsonl"
+    result = cli("batch", "--policy", POLICY, "--agents", FLEET / "agents.jsonl", "--out", out)
+    assert result.exit_code == 2 and result.stderr == f"error: {out}: cannot write the results: No such file or " \
+                                                      "directory\n"

@@ -90,7 +90,7 @@ def load_agents(source: str | Path) -> list[Agent]:
         files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in RECORD_SUFFIXES)
         if not files:
             raise InputError(f"no records files ({', '.join(RECORD_SUFFIXES)}) in the folder", Location(str(path)))
-        agents = [Agent(p.stem, None, str(p)) for p in files]
+        agents = [Agent(p.stem, None, os.path.abspath(p)) for p in files]  # workers may run elsewhere
         names = Counter(a.agent for a in agents)
         twice = sorted(name for name, n in names.items() if n > 1)
         if twice:
@@ -119,7 +119,7 @@ def load_agents(source: str | Path) -> list[Agent]:
         if type(records) is not str or not records:
             raise doc.error((i, "records"), "expected the path of the agent's records file")
         seen.add(name)
-        agents.append(Agent(name, tenant, str(path.parent / records)))
+        agents.append(Agent(name, tenant, os.path.abspath(path.parent / records)))
     return agents
 
 
@@ -221,6 +221,10 @@ def run_batch(
     policy_text = Path(policy_file).read_bytes().decode("utf-8")
     skip = done_agents(out)
     _cut_partial_line(out)
+    try:  # an --out that cannot be written fails here, before a cluster starts
+        open(out, "a", encoding="utf-8").close()
+    except OSError as exc:
+        raise InputError(f"cannot write the results: {exc.strerror or exc}", Location(str(out))) from None
     todo = [a for a in agents if a.agent not in skip]
     exclusions: Counter[str] = Counter()
     changed_by_rule: Counter[str] = Counter()
