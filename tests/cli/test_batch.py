@@ -194,3 +194,13 @@ def test_an_out_that_cannot_be_written_is_one_line_before_any_work(tmp_path: Pat
     result = cli("batch", "--policy", POLICY, "--agents", FLEET / "agents.jsonl", "--out", out)
     assert result.exit_code == 2 and result.stderr == f"error: {out}: cannot write the results: No such file or " \
                                                       "directory\n"
+
+
+def test_the_progress_bar_counts_the_agents(tmp_path: Path, cli, scheduler: str) -> None:
+    result = cli("batch", "--policy", POLICY, "--agents", FLEET / "agents.jsonl", "--out", tmp_path / "out.jsonl",
+                 "--scheduler", scheduler, "--partition-size", "3", "--progress")
+    assert result.exit_code == 0, result.stderr
+    assert "agents" in result.stderr and "6/6" in result.stderr
+    quiet = cli("batch", "--policy", POLICY, "--agents", FLEET / "agents.jsonl", "--out", tmp_path / "q.jsonl",
+                "--scheduler", scheduler, "--no-progress")
+    assert quiet.exit_code == 0 and quiet.stderr == ""
