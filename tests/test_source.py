@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import memsolve
 from memsolve import records, source
@@ -358,3 +360,68 @@ def test_jsonl_lines_end_at_newline_only(tmp_path: Path) -> None:
     with pytest.raises(memsolve.InputError) as caught:
         memsolve.load_records(bad)
     assert caught.value.line == 3
+
+
+# --- the fast JSON path (orjson) and the exact parser ---------------------------------------
+
+_KEYS = st.sampled_from(["a", "b", "id", 'q"', "\\", "é", "\u2028"])
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False),
+                     st.text(max_size=4), st.sampled_from(['x":', '"', "\ud83d\ude00"]))
+_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.lists(st.tuples(_KEYS, inner), max_size=3)), max_leaves=8)
+
+
+def _write_json(value, draw) -> str:
+    """JSON text for ``value`` (lists of pairs are objects, with their duplicates), written in
+    one of several styles: blanks around colons, escaped quotes, \\u escapes, NaN, long numbers."""
+    if isinstance(value, list) and value and all(isinstance(v, tuple) for v in value):
+        colon = draw(st.sampled_from([":", ": ", " :", "\t:\n"]))
+        parts = [_write_key(k, draw) + colon + _write_json(v, draw) for k, v in value]
+        return "{" + draw(st.sampled_from([",", ", "])).join(parts) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_write_json(v, draw) for v in value) + "]"
+    if isinstance(value, float) and draw(st.integers(0, 9)) == 0:
+        return draw(st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "-0.0"]))
+    return json.dumps(value, ensure_ascii=draw(st.booleans()))
+
+
+def _write_key(key: str, draw) -> str:
+    if key == 'q"' and draw(st.booleans()):
+        return '"q\\u0022"'
+    return json.dumps(key, ensure_ascii=draw(st.booleans()))
+
+
+@st.composite
+def _json_texts(draw) -> str:
+    text = _write_json(draw(_VALUES), draw)
+    return draw(st.sampled_from([text, text + " ", "[" + text + "]", text[:-1] if len(text) > 1 else text]))
+
+
+def _parse(text: str):
+    try:
+        return ("ok", source._parse_json(text, "f.json").data)
+    except memsolve.InputError as exc:
+        return ("error", str(exc))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_json_texts())
+def test_the_fast_json_path_gives_what_the_exact_parser_gives(text: str) -> None:
+    """orjson's value is used only when no key can have been dropped: on texts with duplicate
+    keys (also hidden behind blanks or \\u0022), NaN, long integers, surrogates and cut texts the
+    result, or the error and its location, is the exact parser's."""
+    fast = _parse(text)
+    exact_only = pytest.MonkeyPatch()
+    exact_only.setattr(source, "_fast_loads", lambda text: source._UNSURE)
+    try:
+        exact = _parse(text)
+    finally:
+        exact_only.undo()
+    assert repr(fast) == repr(exact)  # repr: NaN and -0.0 compare as written
+
+
+def test_the_fast_json_path_is_taken_for_plain_records() -> None:
+    text = json.dumps({"id": "a", "representations": {"raw": {"tokens": 1, "text": 'say "x": y'}}})
+    assert source._fast_loads(text) == json.loads(text)
+    assert source._fast_loads('{"a": 1, "a": 2}') is source._UNSURE
+    assert source._fast_loads('{"a": 1, "a"  : 2}') is source._UNSURE
