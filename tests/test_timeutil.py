@@ -280,3 +280,18 @@ def test_load_records_marks_the_bad_record_at_its_line(tmp_path: Path) -> None:
     [bad] = records.invalid
     assert (bad.error.line, bad.error.path) == (2, "[1].timestamp")
     assert "day 30 does not exist in February 2026" in bad.error.message
+
+
+def test_the_default_now_is_never_before_a_memory_written_this_second() -> None:
+    """Without a `now`, RFC 3339 records are judged at the wall clock in whole seconds, rounded
+    up: a record stamped a moment ago (within the same second) is admitted."""
+    from datetime import datetime, timezone
+
+    import memsolve
+
+    from .conftest import make_policy
+
+    stamp = datetime.now(tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    records = memsolve.load_records([{"id": "just-now", "timestamp": stamp, "tokens": 1, "utility": 1}])
+    result = memsolve.solve(make_policy("budget: {tokens: 5}\n"), records)
+    assert [c.id for c in result.selected] == ["just-now"]

@@ -189,7 +189,9 @@ def format_time(value: float, kind: str) -> float | str:
 
 
 def now_seconds() -> float:
-    return datetime.now(tz=timezone.utc).replace(microsecond=0).timestamp()
+    """The wall clock in whole seconds, rounded up: a memory written earlier in this second is
+    never later than now (rounding down refused it as an input error)."""
+    return float(math.ceil(datetime.now(tz=timezone.utc).timestamp()))
 
 
 def _finite(value: int | float, what: str) -> float:
