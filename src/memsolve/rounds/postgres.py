@@ -40,12 +40,12 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import StateError
-from .state import _SCHEMA, SCHEMA_VERSION, AgentKey, StateStore
+from .state import SCHEMA_SQL, SCHEMA_VERSION, AgentKey, StateStore
 
 LOCKS = ("advisory", "row")
 _SCHEMA_LOCK = 0x4D454D53  # "MEMS": the advisory lock held while creating the tables
 # SQLite's schema in PostgreSQL's types: 64-bit integers (token counts reach 10^12) and doubles
-_PG_SCHEMA = _SCHEMA.replace("INTEGER", "BIGINT").replace("REAL", "DOUBLE PRECISION")
+_PG_SCHEMA = SCHEMA_SQL.replace("INTEGER", "BIGINT").replace("REAL", "DOUBLE PRECISION")
 
 
 def redact(address: str) -> str:

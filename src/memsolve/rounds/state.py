@@ -47,7 +47,7 @@ from ..result import Result
 SCHEMA_VERSION = 1
 APPLICATION_ID = 0x4D454D53  # "MEMS": marks the file as memsolve's
 
-_SCHEMA = """
+SCHEMA_SQL = """
 CREATE TABLE memsolve_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE agents (
     policy TEXT NOT NULL, tenant TEXT NOT NULL, agent TEXT NOT NULL,
@@ -456,7 +456,7 @@ class SQLiteStore(StateStore):
         if not tables and app_id == 0:
             if not create:
                 return False
-            for statement in _SCHEMA.strip().split(";"):
+            for statement in SCHEMA_SQL.strip().split(";"):
                 if statement.strip():
                     conn.execute(statement)
             conn.execute("INSERT INTO memsolve_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
