@@ -21,7 +21,7 @@ from .instance import Instance, Scaled
 MAX_CAPACITY = 2**40
 MAX_LEVELS = 62
 MAX_PRICES = 20  # kernel solves a count limit may take before the numpy path answers
-MAX_STALLS = 3  # ... and solves in a row that leave the count where it was
+MAX_STALLS = 6  # ... and solves in a row that leave the count where it was
 # Past this many rows a dozen kernel solves cost more than the numpy path's reductions (measured:
 # memory-shaped 30,000 rows, M = 1,500: 50 ms priced, 900 ms numpy; 100,000 rows: a tie)
 PRICED_MAX_ROWS = 30_000
@@ -152,8 +152,9 @@ def solve_kernel_counted(
         else:
             # then the secant of the count, kept inside the middle of the bracket
             step = 0
+            # (bisection while the count stalls: the secant cannot see a narrow step at M)
             guess = lo + (hi - lo) * (kept_lo - limit) // max(kept_lo - kept_hi, 1)
-            margin = (hi - lo) // 8
+            margin = (hi - lo) // (2 if stalled else 8)
             mu = min(max(guess, lo + max(margin, 1)), hi - max(margin, 1))
     return None
 
