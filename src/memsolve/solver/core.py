@@ -7,9 +7,10 @@ row the highest fidelity that still completes an optimal allocation, as the dens
 With a count limit the core is handed to the dense DP (its table includes the count) when
 small enough, else to CP-SAT.
 
-Without a binding count limit, when the compiled kernel is built (:mod:`.kernel`), the engines
-use :func:`solve_kernel_reduced` instead: the same reductions and tie rule in C, with an
-expanding core; this module's numpy path remains the fallback and the count-limit solver.
+When the compiled kernel is built (:mod:`.kernel`), the engines use :func:`solve_kernel_reduced`
+instead: the same reductions and tie rule in C, with an expanding core, and a binding count limit
+met by a price per kept record; this module's numpy path remains the fallback (no kernel, its
+state limit, or a count limit no price meets).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The compiled kernel's exact solve: no count limit, tie rule included, in C.
+"""The compiled kernel's exact solve, tie rule included, in C; a count limit by a price per record.
 
 When the kernel is not built or switched off (:mod:`.native`), the numpy reductions of
 :mod:`.reduce` and the core solvers of :mod:`.core` give the same tie-rule allocations, slower.
