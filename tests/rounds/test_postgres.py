@@ -301,13 +301,13 @@ def run_fleet(address: str, folder: Path, workers: int, rounds: int, agents: int
 
 
 def test_workers_killed_with_minus_9_lose_and_duplicate_no_round(pg_address: str, tmp_path: Path) -> None:
-    # the 8 workers x 50 rounds is test_fleet_faults_full (on demand, MEMSOLVE_FULL_FAULTS=1);
-    # CI runs the same checks on 8 workers x 6 rounds with 4 kills
-    out = run_fleet(pg_address, tmp_path, workers=8, rounds=6, agents=4, kills=4, seed=17)
-    assert out["kills"] == 4
+    # the size: 8 workers x 50 rounds on 4 agents, 8 of them killed mid-loop (~15-25 s on
+    # 2 cores, mostly process start-ups); test_fleet_faults_many_kills kills 25 (on demand)
+    out = run_fleet(pg_address, tmp_path, workers=8, rounds=50, agents=4, kills=8, seed=17)
+    assert out["kills"] == 8 and out["rounds"] >= 400
 
 
 @pytest.mark.skipif(os.environ.get("MEMSOLVE_FULL_FAULTS") != "1", reason="on demand: MEMSOLVE_FULL_FAULTS=1")
-def test_fleet_faults_full(pg_address: str, tmp_path: Path) -> None:
+def test_fleet_faults_many_kills(pg_address: str, tmp_path: Path) -> None:
     out = run_fleet(pg_address, tmp_path, workers=8, rounds=50, agents=4, kills=25, seed=1717)
     assert out["kills"] == 25
