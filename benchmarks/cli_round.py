@@ -1,12 +1,16 @@
 """Time a full CLI round (load, validate, rules, solve, JSON) on N generated records.
 
     python benchmarks/cli_round.py --records 10000
+    python benchmarks/cli_round.py --records 1000000 --cross-check none --trace none --repeat 1
+
+Prints the CLI's own stage timings, the best wall time and the peak memory (max RSS) of a run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -31,6 +35,7 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=10000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cross-check", default="cp-sat", choices=["cp-sat", "none"])
+    parser.add_argument("--trace", default="full", choices=["full", "excluded", "none"])
     args = parser.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from generators import memory
@@ -44,23 +49,26 @@ def main() -> int:
                                   ({"tokens": int(t), "utility": round(float(u), 4)}
                                    for t, u in zip(tokens[i], utility[i], strict=True)), strict=True))
                 handle.write(json.dumps({"id": f"m{i}", "tenant": "t", "timestamp": i % 1000, "key": f"k{i % 7000}",
-                                         "representations": levels}) + "\n")
+                                         "representations": levels}, separators=(",", ":")) + "\n")
         policy = Path(folder) / "policy.yaml"
         policy.write_text(POLICY % (budget, args.cross_check))
-        times = []
+        times, peaks = [], []
         for run in range(args.repeat):
             out = Path(folder) / f"out{run}.json"
             start = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "memsolve", "--policy", str(policy), "--records",
-                                   str(records), "--format", "json", "--out", str(out), "--timings"],
-                                  capture_output=True, text=True)
+            proc = subprocess.Popen([sys.executable, "-m", "memsolve", "--policy", str(policy), "--records",
+                                     str(records), "--format", "json", "--out", str(out), "--timings", "--trace",
+                                     args.trace], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdout, stderr = proc.communicate()
             times.append(time.perf_counter() - start)
+            peaks.append(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
             if proc.returncode != 0:
-                print(proc.stderr)
+                print(stderr)
                 return 1
-            print(proc.stderr.strip())
-        print(f"{args.records} records, cross-check {args.cross_check}: best wall {min(times):.3f} s "
-              f"over {args.repeat} runs (result {out.stat().st_size / 1e6:.1f} MB)")
+            print(stderr.strip())
+        print(f"{args.records} records, cross-check {args.cross_check}, trace {args.trace}: best wall "
+              f"{min(times):.3f} s over {args.repeat} runs, peak memory {max(peaks):.0f} MB "
+              f"(result {out.stat().st_size / 1e6:.1f} MB)")
     return 0
 
 

@@ -105,3 +105,44 @@ def test_remove_touches_only_the_policys_tenant_and_a_case_object_is_accepted() 
     assert selector.remove(["b-ticket"]) == 0  # team-b's record: not team-a's to remove, and no oracle
     assert selector.remove(["a-db-arch"]) == 1
     assert len(selector.records.records) == 32
+
+
+def _outcomes(result: memsolve.Result) -> str:
+    """The full result, less the record set's digest (which names the edit history)."""
+    data = json.loads(result.to_json())
+    data["records"].pop("sha256")
+    return json.dumps(data, sort_keys=True)
+
+
+@pytest.mark.parametrize("tenant_rule", ["", "tenant: t\n"])
+def test_add_and_remove_carry_the_columns_and_answer_as_a_fresh_selector(tenant_rule: str) -> None:
+    """After turns have built the columns, level table, views and masks, add and remove extend or
+    cut them rather than build anew; every later turn answers exactly as a Selector built from the
+    final records (rules over all records — the latest per key, relevance — included)."""
+    policy = make_policy(f"budget: {{tokens: 12}}\n{tenant_rule}utility: {{from: relevance}}\n"
+                         "stores: [semantic, working]\non_invalid_record: exclude\n",
+                         rules="- relevance: {half_life: 10}\n- latest_key: {}\n"
+                               "- freshness: {default_ttl: 6, ttl_by_store: {working: 2}}\n")
+    base = [{"id": f"m{i}", "tenant": "t" if i % 4 else "u", "timestamp": i, "key": f"k{i % 3}",
+             "store": "working" if i % 2 else "semantic", "text": f"database note {i} " + "x " * (i % 5)}
+            for i in range(12)]
+    more = [{"id": "late", "tenant": "t", "timestamp": 11, "key": "k0", "store": "semantic", "text": "database late"},
+            {"id": "m3", "tenant": "t", "timestamp": 1, "text": "a duplicate of m3"},  # refused as a duplicate
+            {"id": "new", "tenant": "t", "timestamp": 10, "tokens": 2, "utility": 0.5, "store": "working"}]
+    selector = Selector(policy, base)
+    selector.select(query="database note", now=11)  # builds what is kept between turns
+    selector.add(more)
+    held = selector.records.view("t") if tenant_rule else selector.records
+    assert "columns" in held.__dict__  # carried, not left to be built again
+    selector.select(query="database", now=12)
+    assert selector.remove(["m5", "m6", "late"], tenant="t") == 3
+    final = [r for r in base + more if r["id"] not in ("m5", "m6", "late") or r.get("tenant") != "t"]
+    fresh = Selector(policy, base)  # the same edits, but no turn before them: nothing built to carry
+    fresh.add(more)
+    fresh.remove(["m5", "m6", "late"], tenant="t")
+    assert "columns" not in fresh.records.__dict__ and not fresh.records._views
+    for query, now in (("database note", 12), ("late", 13), (None, 12)):
+        got = selector.select(query=query, now=now, trace="full", tenant=None if tenant_rule else "t")
+        want = fresh.select(query=query, now=now, trace="full", tenant=None if tenant_rule else "t")
+        assert _outcomes(got) == _outcomes(want)
+    assert len(final) == len(selector.records.records)

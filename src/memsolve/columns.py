@@ -11,7 +11,7 @@ order (tokens counted from text once, with that policy's counter).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -53,6 +53,12 @@ class Codes:
     def take(self, rows: np.ndarray) -> Codes:
         return Codes(self.codes[rows], self.values, self.index)
 
+    def extended(self, more: Codes) -> Codes:
+        """These rows, then ``more``'s, its values coded in this index (new ones appended)."""
+        index = dict(self.index)
+        remap = np.array([index.setdefault(v, len(index)) for v in more.values] + [ABSENT], dtype=np.int32)
+        return Codes(np.concatenate([self.codes, remap[more.codes]]), tuple(index), index)
+
 
 @dataclass(frozen=True, eq=False)
 class LevelTable:
@@ -65,10 +71,17 @@ class LevelTable:
     present: np.ndarray  # bool (n, k)
     unknown: np.ndarray  # bool (n,): the record has a level outside this fidelity list
     missing_utility: np.ndarray  # bool (n,): some level has no utility (derived from relevance)
+    count: Callable[[str], int] = field(repr=False, default=len)  # the counter the table was built with
 
     def take(self, rows: np.ndarray) -> LevelTable:
         return LevelTable(self.levels, self.tokens[rows], self.utility[rows], self.present[rows],
-                          self.unknown[rows], self.missing_utility[rows])
+                          self.unknown[rows], self.missing_utility[rows], self.count)
+
+    def extended(self, more: Sequence[Record]) -> LevelTable:
+        """This table, then the rows of ``more`` (their tokens counted with the same counter)."""
+        other = _level_table(more, self.levels, self.count)
+        return LevelTable(self.levels, *(np.concatenate([getattr(self, name), getattr(other, name)]) for name in
+                                         ("tokens", "utility", "present", "unknown", "missing_utility")), self.count)
 
 
 @dataclass(frozen=True, eq=False)
@@ -134,6 +147,30 @@ class Columns:
             tuple(self.time_kinds[i] for i in rows.tolist()), _parent=(self, rows),
         )
 
+    def extended(self, more: Columns) -> Columns:
+        """These rows, then ``more``'s (its ``index`` already counts this set's records): the
+        arrays are joined and the level tables extended by the new rows only; what a rule
+        derived over the old rows is derived again (every row may depend on the new ones)."""
+        tables = {key: table.extended(more.records) for key, table in self._all_tables().items()}
+        return Columns(
+            self.records + more.records, np.concatenate([self.index, more.index]),
+            *(np.concatenate([getattr(self, name), getattr(more, name)])
+              for name in ("timestamp", "ttl", "ttl_given", "authority")),
+            *(getattr(self, name).extended(getattr(more, name))
+              for name in ("tenant", "store", "session", "key", "version", "document")),
+            self.time_kinds + more.time_kinds, tables,
+        )
+
+    def reindexed(self, index: np.ndarray) -> Columns:
+        """The same rows, placed at ``index`` in their record set (after records were removed)."""
+        return replace(self, index=index, _memo={})
+
+    def _all_tables(self) -> dict[tuple[tuple[str, ...], str], LevelTable]:
+        if self._parent is None:
+            return dict(self._tables)
+        parent, rows = self._parent
+        return {key: table.take(rows) for key, table in parent._all_tables().items()} | self._tables
+
     def levels(
         self, fidelity: Sequence[str], counter_name: str, counter: Callable[[], Callable[[str], int]]
     ) -> LevelTable:
@@ -176,4 +213,4 @@ def _level_table(records: Sequence[Record], levels: tuple[str, ...], count: Call
                 missing[row] = True
             else:
                 utility[row, j] = level.utility
-    return LevelTable(levels, tokens, utility, present, unknown, missing)
+    return LevelTable(levels, tokens, utility, present, unknown, missing, count)

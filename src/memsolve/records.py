@@ -137,8 +137,30 @@ class RecordSet:
         start = max((r.position for r in self.records), default=-1) + 1  # after any removed ones too
         moved = tuple(replace(r, position=r.position + start) for r in more.records)
         digest = hashlib.sha256(f"{self.sha256}+{more.sha256}".encode()).hexdigest()
-        return replace(self, records=self.records + moved, sha256=digest,
-                       appended=self.appended + ((start, more),))
+        out = replace(self, records=self.records + moved, sha256=digest, appended=self.appended + ((start, more),))
+        _carry_columns(self, out, self.records + moved)
+        for tenant, view in self._views.items():  # and each tenant's view, by that tenant's new records
+            mine = view.records + tuple(r for r in moved if r.tenant == tenant)
+            out._views[tenant] = replace(out, records=mine, other_tenants=out.other_tenants + len(out.records)
+                                         - len(mine))
+            _carry_columns(view, out._views[tenant], mine)
+        return out
+
+    def without(self, keep: Sequence[bool], sha256: str) -> RecordSet:
+        """The records whose ``keep`` is true (one flag per record), the built columns and each
+        tenant's view carried."""
+        out = replace(self, records=tuple(r for r, kept in zip(self.records, keep, strict=True) if kept),
+                      sha256=sha256)
+        if "columns" in self.__dict__:
+            out.__dict__["columns"] = _kept_columns(self.columns, keep)
+        gone = {id(r) for r, kept in zip(self.records, keep, strict=True) if not kept}
+        for tenant, view in self._views.items():
+            mine = [id(r) not in gone for r in view.records]
+            kept = view.without(mine, sha256)
+            out._views[tenant] = replace(kept, other_tenants=out.other_tenants + len(out.records) - mine.count(True))
+            if "columns" in kept.__dict__:
+                out._views[tenant].__dict__["columns"] = kept.columns
+        return out
 
     def view(self, tenant: str | None) -> RecordSet:
         """The records one tenant's run sees: all of them when no tenant is in force; else that
@@ -148,8 +170,12 @@ class RecordSet:
             return self
         seen = self._views.get(tenant)
         if seen is None:
-            mine = tuple(r for r in self.records if r.tenant == tenant)
-            seen = replace(self, records=mine, other_tenants=self.other_tenants + len(self.records) - len(mine))
+            keep = [r.tenant == tenant for r in self.records]
+            seen = self.without(keep, self.sha256)
+            columns = seen.__dict__.get("columns")
+            seen = replace(seen, other_tenants=self.other_tenants + len(self.records) - len(seen.records))
+            if columns is not None:
+                seen.__dict__["columns"] = columns
             self._views[tenant] = seen
         return seen
 
@@ -252,6 +278,22 @@ def _build(doc: Document, sha256: str) -> RecordSet:
         seen.add(identity)
         records.append(record)
     return RecordSet(tuple(records), context, actions, doc.file, sha256, doc, prefix)
+
+
+def _carry_columns(before: RecordSet, after: RecordSet, records: tuple[AnyRecord, ...]) -> None:
+    """``after`` holds ``before``'s records and then more: extend ``before``'s columns, when
+    built, by the valid ones of the rest (rather than build them all anew)."""
+    if "columns" in before.__dict__:
+        index = [i for i in range(len(before.records), len(records)) if isinstance(records[i], Record)]
+        added = Columns.of([records[i] for i in index], index)  # type: ignore[misc]
+        after.__dict__["columns"] = before.columns.extended(added)
+
+
+def _kept_columns(columns: Columns, keep: Sequence[bool]) -> Columns:
+    """The rows of ``columns`` whose record is kept, placed where the kept records now stand."""
+    kept = np.array(keep, dtype=bool)
+    rows = np.flatnonzero(kept[columns.index])
+    return columns.take(rows).reindexed((np.cumsum(kept) - 1)[columns.index[rows]])
 
 
 def _duplicate(record: Record, where: Location) -> InvalidRecord:

@@ -6,16 +6,18 @@
 
 Each :meth:`Selector.select` runs the same pipeline as :func:`memsolve.solve` and the CLI; with a
 state store it is one round (pricing queue, fidelity ceilings) exactly as ``--state``. The
-policy and the validated records are kept between turns; :meth:`add` validates only the new
-records, :meth:`remove` drops records by id. Each select still evaluates the rules and the
-relevance over the records it holds (no per-record index is kept yet).
+policy and the validated records are kept between turns, with what is derived from them once:
+the record columns, the level table (tokens counted), each tenant's view, the masks that do not
+depend on the moment, the latest record per key and the relevance term index. :meth:`add`
+validates only the new records and extends the columns and level tables by them; :meth:`remove`
+drops records by id and keeps the columns of the rest. After either, what a rule derived over all
+records (masks, the latest per key, the term index) is derived again on the next turn.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -69,12 +71,11 @@ class Selector:
         record with such an id only when neither names one); returns how many went."""
         tenant = tenant if tenant is not None else self.policy.tenant
         gone = set(ids)
-        kept = tuple(r for r in self._records.records
-                     if not (r.id in gone and (tenant is None or r.tenant == tenant)))
-        removed = len(self._records.records) - len(kept)
+        keep = [not (r.id in gone and (tenant is None or r.tenant == tenant)) for r in self._records.records]
+        removed = keep.count(False)
         if removed:
             digest = hashlib.sha256(f"{self._records.sha256}-{sorted(gone)}".encode()).hexdigest()
-            self._records = replace(self._records, records=kept, sha256=digest)
+            self._records = self._records.without(keep, digest)
         return removed
 
     def select(

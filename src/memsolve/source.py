@@ -406,9 +406,9 @@ def _fast_loads(text: str) -> Any:
 
     orjson is several times faster than the standard decoder with its duplicate-key hook, but it
     keeps the last of duplicate keys, reads integers past 64 bits as floats, and refuses NaN and
-    lone surrogates in its own words. Its value is used only when it parses and no key can have been written twice: every
-    key ends in `":` (no blanks before the colon, no quote written as \\u0022), and so does every
-    quote before a colon inside a string, which orjson writes back the same way; so the text
+    lone surrogates in its own words. Its value is used only when it parses and no key can have
+    been written twice: every key ends in `":` (no blanks before the colon, no quote written as
+    \\u0022), and so does every quote before a colon inside a string, which orjson writes back the same way; so the text
     has as many `":` as orjson's own serialisation of what it kept exactly when no key was
     dropped. Anything else goes to the exact parser, which gives the same value or the same
     error as before (tests/test_source.py)."""
