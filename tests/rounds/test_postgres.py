@@ -118,6 +118,19 @@ def test_a_bad_export_is_one_line_naming_file_line_and_field(tmp_path: Path, pg_
     assert json.loads(cli("state", "export", "--state", pg_address).stdout)["agents"] == []
 
 
+def test_a_selector_keeps_its_rounds_in_postgresql(pg_address: str, tmp_path: Path) -> None:
+    records = ROOT / "tests/data/fleet/records/agent-1.json"
+    results = {}
+    for address in (str(tmp_path / "s.db"), pg_address):
+        selector = memsolve.Selector(ROOT / "tests/data/fleet/policy.yaml", records, state=address, agent="bot")
+        turns = [selector.select(tenant="acme"), selector.select(tenant="acme"),
+                 selector.select(tenant="acme", refresh=True)]
+        assert [t.round for t in turns] == [1, 2, 3]
+        results[address] = [t.to_json() for t in turns]
+        selector.store.close()
+    assert results[str(tmp_path / "s.db")] == results[pg_address]
+
+
 def test_an_unreachable_server_is_one_line_without_the_password(tmp_path: Path, cli) -> None:
     address = f"postgresql://memsolve:s3cret-pass@/memsolve?host={tmp_path}&port=1"
     result = cli(*FLEET, "--state", address, "--agent", "a")
