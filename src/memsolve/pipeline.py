@@ -17,15 +17,14 @@ the Result. Nothing here prints.
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import numpy as np
 
+from . import collection
 from .columns import ABSENT, LevelTable
 from .context import Context, ResolvedContext, resolve_context
 from .errors import InputError, SolverError, shown
@@ -358,23 +357,9 @@ def run(
     """Every stage in order; ``timings`` collects the seconds each took; ``trace`` says which
     records' trace entries the result carries (``full``, ``excluded`` or ``none``)."""
     _check_trace(trace)  # before any work
-    with _no_cyclic_collection():
+    with collection.paused():
         prep = prepare(policy, records, context, round_price, ceilings, timings)
         return finish(policy, records, prep, engine=engine, extra=extra, timings=timings, trace=trace)
-
-
-@contextmanager
-def _no_cyclic_collection() -> Iterator[None]:
-    """Pause the cyclic garbage collector for one run, restoring its state after. A run makes tens
-    of thousands of small acyclic objects (verdicts, allocations, trace entries) that reference
-    counting frees; the collector rescanning them cost a third of a 10,000-record turn."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
 
 
 def solve(policy: Policy, records: RecordSet, context: Context | None = None, **options: Any) -> Result:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
+from . import collection
 from .policies.verdicts import Verdict
 from .solver.compile import Allocation
 
@@ -300,7 +301,8 @@ class Result:
         One top-level field per line and one list item (a record) per line: readable, diffable
         line by line, and written by the C encoder (an indented dump is ten times slower).
         """
-        return dumps_by_line(self.to_dict())
+        with collection.paused():
+            return dumps_by_line(self.to_dict())
 
     def entry(self, record_id: str) -> TraceEntry | None:
         return next((t for t in self.trace if t.id == record_id), None)

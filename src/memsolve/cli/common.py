@@ -8,7 +8,6 @@ line, the records file, the policy and policy tests name the same facts.
 from __future__ import annotations
 
 import functools
-import gc
 import os
 import re
 import signal
@@ -19,6 +18,7 @@ from typing import Any
 
 import click
 
+from .. import collection
 from ..context import CONTEXT_FIELDS, Context
 from ..errors import InputError, Location, MemsolveError, SolverError, StateError
 from ..output import write_text
@@ -50,14 +50,9 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
-        # a command allocates tens of thousands of small acyclic objects (records, verdicts,
-        # trace entries); the cyclic collector rescanning them cost ~15 % of a 10,000-record
-        # round and found next to nothing to reclaim. Reference counting still frees them; the
-        # collector's state is restored after the command.
-        collecting = gc.isenabled()
-        gc.disable()
         try:
-            return func(*args, **kwargs)
+            with collection.paused():
+                return func(*args, **kwargs)
         except (InputError, SolverError, StateError) as error:
             fail(error)
         except KeyboardInterrupt:
@@ -68,8 +63,6 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
             sys.exit(143)
         finally:
             signal.signal(signal.SIGTERM, previous)
-            if collecting:
-                gc.enable()
 
     return wrapper
 

@@ -122,8 +122,16 @@ class Compiled:
     def record(self, row: int) -> Record:
         return self.source[int(self.rows[row])]
 
+    @cached_property
+    def _repaired(self) -> np.ndarray:
+        """Rows with a utility raised by the repair."""
+        inst = self.instance
+        return (inst.mask & (inst.utility > self.given)).any(axis=1)
+
     def repairs(self, row: int) -> tuple[Repair, ...]:
         """The utilities raised at one row, lowest fidelity last (as the trace lists them)."""
+        if not self._repaired[row]:
+            return ()
         inst = self.instance
         raised = np.flatnonzero(inst.mask[row] & (inst.utility[row] > self.given[row])).tolist()
         return tuple(Repair(self.levels[j], float(self.given[row, j]), float(inst.utility[row, j])) for j in raised)
