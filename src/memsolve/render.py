@@ -167,9 +167,10 @@ def findings_table(findings: Sequence[Finding], file: IO[str] | None = None) -> 
     from rich.measure import Measurement
     from rich.table import Table
 
-    from .ci.findings import location_text
+    from .ci.locations import location_text
 
-    rows = [(f.suite, f.name, f.level.upper(), f.code, f.message, location_text(f)) for f in findings if not f.passed]
+    rows = [(f.suite, f.name, f.level.upper(), f.code, f.message, location_text(f.location))
+            for f in findings if not f.passed]
     if not rows:
         return
     table = Table(title="Findings", title_justify="left")

@@ -7,7 +7,6 @@ Renderers only format; the commands decide what is a finding.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +14,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import Location
 from .codes import CODES, HOMEPAGE
+from .locations import location_text, uri
 
 FORMATS = ("table", "json", "junit", "sarif", "github")
 
@@ -36,7 +36,7 @@ class Finding:
         out: dict[str, Any] = {"suite": self.suite, "name": self.name, "passed": self.passed,
                                "code": self.code, "level": self.level, "message": self.message}
         if self.location is not None:
-            out["location"] = {"file": _uri(self.location.file) if self.location.file else None,
+            out["location"] = {"file": uri(self.location.file) if self.location.file else None,
                                "line": self.location.line,
                                "column": self.location.column}
         if self.data:
@@ -85,7 +85,7 @@ def junit(findings: Sequence[Finding]) -> str:
         for f in items:
             attrs = f'name={quoteattr(f.name)} classname={quoteattr(suite)} time="0"'
             if f.location is not None and f.location.file:
-                attrs += f" file={quoteattr(_uri(f.location.file))}"
+                attrs += f" file={quoteattr(uri(f.location.file))}"
                 if f.location.line:
                     attrs += f' line="{f.location.line}"'
             if f.passed:
@@ -97,7 +97,7 @@ def junit(findings: Sequence[Finding]) -> str:
                              f"{escape(_where(f) + f.message)}</failure>")
             else:
                 lines.append("      <properties>")
-                for key, value in (("level", f.level), ("code", f.code), ("location", location_text(f))):
+                for key, value in (("level", f.level), ("code", f.code), ("location", location_text(f.location))):
                     if value:
                         lines.append(f"        <property name={quoteattr(key)} value={quoteattr(value)}/>")
                 lines.append("      </properties>")
@@ -108,27 +108,9 @@ def junit(findings: Sequence[Finding]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def location_text(f: Finding) -> str:
-    """``file:line:column`` of a finding, the file as :func:`_uri` writes it ("" when unlocated)."""
-    if f.location is None or not f.location.file:
-        return ""
-    return Location(_uri(f.location.file), f.location.line, f.location.column).render()
-
-
 def _where(f: Finding) -> str:
-    text = location_text(f)
+    text = location_text(f.location)
     return text + ": " if text else ""
-
-
-def _uri(file: str) -> str:
-    """A file as CI tools want it: relative to the working directory (the repository root in CI)
-    when it lies under it, normalised, with forward slashes."""
-    path = os.path.normpath(file)
-    if os.path.isabs(path):
-        relative = os.path.relpath(path)
-        if not relative.startswith(os.pardir):
-            path = relative
-    return path.replace(os.sep, "/")
 
 
 def sarif(findings: Sequence[Finding], tool_version: str) -> str:
@@ -154,7 +136,7 @@ def sarif(findings: Sequence[Finding], tool_version: str) -> str:
         result["level"] = f.level if f.level in ("error", "warning", "note") else "error"
         result["message"] = {"text": f"{f.name}: {f.message}"}
         if f.location is not None and f.location.file:
-            physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(f.location.file)}}
+            physical: dict[str, Any] = {"artifactLocation": {"uri": uri(f.location.file)}}
             if f.location.line:
                 physical["region"] = {"startLine": f.location.line}
                 if f.location.column:
@@ -181,7 +163,7 @@ def github(findings: Sequence[Finding]) -> str:
         kind = {"error": "error", "warning": "warning"}.get(f.level, "notice")
         props = []
         if f.location is not None and f.location.file:
-            props.append(f"file={_gh_property(_uri(f.location.file))}")
+            props.append(f"file={_gh_property(uri(f.location.file))}")
             if f.location.line:
                 props.append(f"line={f.location.line}")
             if f.location.column:
