@@ -188,6 +188,8 @@ _levels = st.dictionaries(st.sampled_from(["tokens", "utility", "text", "extra"]
             **{name: _values for name in ("tenant", "store", "session", "key", "ttl", "authority", "version",
                                           "document", "text", "tokens", "decision_value", "utility", "metadata",
                                           "timestmp")},
+            "covers": st.one_of(_values, st.lists(st.one_of(st.text(max_size=2), st.integers()), max_size=3)),
+            "score": st.one_of(_values, st.floats(-0.5, 1.5)),
             "representations": st.one_of(_values, st.dictionaries(st.sampled_from(["raw", "summary", "delete"]),
                                                                   st.one_of(_levels, _values), max_size=3)),
         },
@@ -239,3 +241,14 @@ def test_an_entry_that_is_not_a_mapping_is_that_entrys_problem_and_never_echoed(
     assert bad.error.message == "expected a mapping (a record), got a string"
     mine = solve(make_policy("budget: {tokens: 5}\ntenant: team-a\n"), records.source.data)
     assert [s.id for s in mine.selected] == ["a1"] and mine.other_tenants == 1
+
+
+def test_covers_and_an_external_score_are_read() -> None:
+    rs = memsolve.load_records([rec("f", covers=["a", "b"], score=0.25), rec("g")])
+    assert rs.records[0].covers == ("a", "b") and rs.records[0].score == 0.25
+    assert rs.records[1].covers == () and rs.records[1].score is None
+
+
+def test_an_external_score_outside_0_1_is_one_located_error() -> None:
+    rs = memsolve.load_records([rec("f", score=1.5)])
+    assert "score" in str(rs.invalid[0].error)

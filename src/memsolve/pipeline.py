@@ -149,7 +149,15 @@ def compile_stage(
     per_token: float,
     ceilings: Mapping[str, Ceiling] | None,
 ) -> Compiled:
-    """The instance of the eligible records, utilities derived from their relevance scores."""
+    """The instance of the eligible records, utilities derived from their relevance scores
+    (or from the policy's utility model, DESIGN §11)."""
+    model = None
+    if policy.utility.model is not None and ctx.query and _scores_relevance(policy):
+        from .utility_model import model_inputs
+
+        rule = policy.rules_of(RelevanceRule)[-1]
+        model = model_inputs(policy.utility.model, judgement.columns, policy.fidelity, ctx.query, rule.scorer,
+                             ctx.now, ctx.time_kind, policy.utility.retention)
     return compile_rows(
         _levels(policy, admitted),
         eligible,
@@ -161,6 +169,7 @@ def compile_stage(
         retention=policy.utility.retention,
         temperature=policy.utility.temperature,
         ceilings=None if ceilings is None else {rid: c.level for rid, c in ceilings.items()},
+        model=model,
     )
 
 

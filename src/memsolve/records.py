@@ -69,6 +69,8 @@ class Record:
     document: str | None = None
     text: str | None = None
     time_kind: str = "number"  # of its timestamp: "number" or "rfc3339"
+    covers: tuple[str, ...] = ()  # other records' ids this one holds what they hold (an extracted fact)
+    score: float | None = None  # an external relevance score in [0, 1] (a store's search, an embedding)
 
 
 @dataclass(frozen=True)
@@ -360,11 +362,14 @@ def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...]) -> R
         document=item.get("document"),
         text=item.get("text"),
         time_kind=kind,
+        covers=tuple(item.get("covers", ())),
+        score=_float(item.get("score")),
     )
 
 
 _FIELDS = frozenset(("id", "tenant", "store", "session", "key", "timestamp", "ttl", "authority", "version",
-                     "document", "text", "tokens", "decision_value", "utility", "representations", "metadata"))
+                     "document", "text", "tokens", "decision_value", "utility", "representations", "metadata",
+                     "covers", "score"))
 _STRINGS = ("tenant", "store", "session", "key", "version", "document", "text")
 
 
@@ -405,6 +410,11 @@ def looks_valid(item: Any) -> bool:
         if name in item and not _utility(item[name]):
             return False
     if "decision_value" in item and "utility" in item:
+        return False
+    if "covers" in item and not (isinstance(item["covers"], list)
+                                 and all(isinstance(c, str) and c for c in item["covers"])):
+        return False
+    if "score" in item and not (_number(item["score"]) and 0 <= item["score"] <= 1):
         return False
     if "metadata" in item and (not isinstance(item["metadata"], dict) or find_non_finite(item["metadata"])):
         return False

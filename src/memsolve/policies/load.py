@@ -16,6 +16,7 @@ from .model import (
     DEFAULT_STORES,
     RULE_TYPES,
     Budget,
+    CacheSettings,
     Duration,
     FreshnessRule,
     LatestKeyRule,
@@ -149,6 +150,7 @@ def _build(doc: Document, sha256: str) -> Policy:
             utility.get("from"),
             float(utility.get("temperature", 0.05)),
             dict(utility.get("retention", {})),
+            _utility_model(doc, utility.get("model")),
         ),
         token_counter=data.get("tokens", {}).get("counter", "words"),
         pricing=Pricing(**{k: float(v) for k, v in data.get("pricing", {}).items()}),
@@ -158,8 +160,21 @@ def _build(doc: Document, sha256: str) -> Policy:
             float(solver.get("time_limit_s", 10.0)),
         ),
         on_invalid_record=data.get("on_invalid_record", "error"),
+        cache=None if "cache" not in data else CacheSettings(**data["cache"]),
         source=doc,
     )
+
+
+def _utility_model(doc: Document, config: Any) -> Any:
+    """The ``utility.model`` block as a UtilityModel (imported here: only policies with one pay for it)."""
+    if config is None:
+        return None
+    from ..utility_model import model_from_config
+
+    if isinstance(config, dict) and len(config["coef"]) != len(config["features"]):
+        raise doc.error(("utility", "model", "coef"),
+                        f"expected {len(config['features'])} coefficients, one per feature, got {len(config['coef'])}")
+    return model_from_config(config)
 
 
 def _check_rule_shapes(doc: Document, rules: Any) -> None:

@@ -109,12 +109,26 @@ class SolverSettings:
 
 
 @dataclass(frozen=True)
+class CacheSettings:
+    """The prompt cache's price (DESIGN §15): provider, input price, value of a dollar."""
+
+    provider: str  # anthropic-5m, anthropic-1h, openai, gemini, none (memsolve.cache.PROVIDERS)
+    input_price: float  # dollars per million input tokens
+    value_per_dollar: float  # objective units per dollar of input
+    min_prefix: int | None = None  # None: the provider's
+    prefix_tokens: int = 0  # fixed prompt before the memories (system prompt, tools)
+    read: float | None = None  # multipliers of the input price; None: the provider's
+    write: float | None = None
+
+
+@dataclass(frozen=True)
 class UtilitySpec:
     """How utilities are derived for records that carry none (from relevance scores)."""
 
     source: str | None = None
     temperature: float = 0.05
     retention: Mapping[str, float] = field(default_factory=dict)
+    model: Any = None  # a memsolve.utility_model.UtilityModel (DESIGN §11); None: exp((s − s_best)/T)
 
 
 @dataclass(frozen=True)
@@ -137,6 +151,7 @@ class Policy:
     pricing: Pricing = Pricing()
     solver: SolverSettings = SolverSettings()
     on_invalid_record: str = "error"
+    cache: CacheSettings | None = None  # the prompt cache in the objective (DESIGN §15)
     source: Document | None = field(default=None, compare=False, repr=False)
 
     def locate(self, *path: Any) -> Location:

@@ -6,9 +6,10 @@ per record (cvxpy's apply/invert): engines never see record ids, and the result,
 ``audit`` read allocations, never rows. Allocations are built when read (:class:`Allocations`).
 
 Per record: levels ordered by the policy's fidelity list; token counts from the record or
-counted from the level's text; utilities from the record or derived from relevance; then the
-monotonicity repair (a higher fidelity never has lower utility than a lower one: running
-maximum from the lowest level up), each repair kept for the trace.
+counted from the level's text; utilities from the record or derived from relevance (with a
+utility model, DESIGN §11: p = σ(β·x + b) per level from that level's features,
+:mod:`memsolve.utility_model`); then the monotonicity repair (a higher fidelity never has lower
+utility than a lower one: running maximum from the lowest level up), each repair kept for the trace.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +27,9 @@ from ..policies.verdicts import number
 from ..records import DELETE, Record
 from .instance import MAX_SCALE, Instance, Solution
 from .reduce import Reduction
+
+if TYPE_CHECKING:  # the model module is imported only by policies that use one
+    from ..utility_model import Modelled, UtilityModel
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,7 @@ class Allocation:
     decided_by: str | None  # "bound" or "search" when reductions ran
     drop_reason: str | None  # why a deleted record was left out
     repairs: tuple[Repair, ...] = ()
-    derived: Derived | None = None
+    derived: Derived | Modelled | None = None
 
     @property
     def selected(self) -> bool:
@@ -113,6 +117,10 @@ class Compiled:
     best_score: float
     temperature: float
     scores: np.ndarray | None  # relevance scores per row, for the greedy ranking (None: no record has one)
+    model: ModelInputs | None = None
+    features: np.ndarray | None = None  # (n, k, len(FEATURES)) with a model: each level's features
+    p: np.ndarray | None = None  # (n, k) with a model: each level's modelled probability
+    modelled: np.ndarray | None = None  # bool (n, k): the levels whose utility the model gave
 
     @cached_property
     def records(self) -> tuple[Record, ...]:
@@ -136,13 +144,30 @@ class Compiled:
         raised = np.flatnonzero(inst.mask[row] & (inst.utility[row] > self.given[row])).tolist()
         return tuple(Repair(self.levels[j], float(self.given[row, j]), float(inst.utility[row, j])) for j in raised)
 
-    def derived(self, row: int) -> Derived | None:
+    def derived(self, row: int) -> Derived | Modelled | None:
         """How the row's utility was derived from its relevance score (None: it was given)."""
+        if self.model is not None:
+            return self._modelled(row)
         sharpened = float(self.sharpened[row])
         if math.isnan(sharpened):
             return None
         assert self.row_scores is not None
         return Derived(float(self.row_scores[row]), self.best_score, self.temperature, sharpened)
+
+    def _modelled(self, row: int) -> Modelled | None:
+        assert self.model is not None and self.features is not None and self.p is not None
+        assert self.modelled is not None
+        if not self.modelled[row].any():
+            return None
+        from ..utility_model import FEATURES, LevelUtility, Modelled
+
+        names = self.model.model.features
+        at = [FEATURES.index(f) for f in names]
+        levels = tuple(
+            LevelUtility(self.levels[j], {f: float(self.features[row, j, c]) for f, c in zip(names, at, strict=True)},
+                         float(self.p[row, j]), float(self.given[row, j]))
+            for j in np.flatnonzero(self.modelled[row]).tolist())
+        return Modelled(self.model.model, levels)
 
     def invert(
         self, solution: Solution, reduction: Reduction | None, scale: float = MAX_SCALE
@@ -234,6 +259,18 @@ def _drop_reason(
     return "not worth its tokens within the budget"
 
 
+@dataclass(frozen=True, eq=False)
+class ModelInputs:
+    """What the utility model reads about every row of the table (DESIGN §11): each level's
+    similarity to the query on its own text, each record's age and external score."""
+
+    model: UtilityModel
+    similarity: np.ndarray  # (N, k)
+    age: np.ndarray  # (N,) in the model's units
+    external: np.ndarray  # (N,)
+    retention: Mapping[str, float] = field(default_factory=dict)
+
+
 def compile_rows(
     table: LevelTable,
     rows: np.ndarray,
@@ -245,11 +282,13 @@ def compile_rows(
     retention: Mapping[str, float] | None = None,
     temperature: float = 0.05,
     ceilings: Mapping[str, str] | None = None,
+    model: ModelInputs | None = None,
 ) -> Compiled:
     """Build the instance of the table's ``rows`` (``records[rows[r]]`` is row r's record);
     ``scores`` (relevance, one per row of the table, None without a query) supply utilities a
     record does not carry; ``ceilings`` (record id → level) withhold every level above a
-    record's ceiling."""
+    record's ceiling; ``model`` (with a query) gives missing utilities as the utility model's
+    p per level, times the level's retention where the policy gives one."""
     levels = table.levels
     n, k = len(rows), len(levels)
     tokens = table.tokens[rows]
@@ -266,7 +305,16 @@ def compile_rows(
     sharpened = np.full(n, np.nan)
     missing = np.isnan(given)
     derive = np.flatnonzero(missing.any(axis=1))
-    if derive.size:  # admission guarantees a score wherever a utility is missing
+    x = p = modelled = None
+    if model is not None:
+        from ..utility_model import features
+
+        x = features(model.similarity[rows], tokens, mask, model.age[rows], model.external[rows])
+        p = model.model.probability(x)
+        kept = np.array([model.retention.get(name, 1.0) for name in levels])
+        modelled = missing & mask
+        given[missing] = (kept[None, :] * p)[missing]
+    elif derive.size:  # admission guarantees a score wherever a utility is missing
         assert row_scores is not None
         # math.exp, as the evidence reports it (numpy's exp may differ in the last bit)
         sharpened[derive] = [math.exp((s - best_score) / temperature) for s in row_scores[derive].tolist()]
@@ -282,4 +330,4 @@ def compile_rows(
     instance = Instance(tokens, utility, mask, budget, price, max_records)
     greedy_scores = row_scores if row_scores is not None and n else None  # the greedy ranks by relevance
     return Compiled(instance, records, rows, levels, given, sharpened, row_scores, best_score, temperature,
-                    greedy_scores)
+                    greedy_scores, model, x, p, modelled)
