@@ -454,8 +454,10 @@ def _levels(doc: Document, item: Mapping[str, Any], path: tuple[Any, ...]) -> tu
         levels = []
         for name, spec in item["representations"].items():
             tokens = spec.get("tokens")
-            if tokens is None and spec.get("text") is None:
-                raise doc.error(path + ("representations", name), "a level needs `tokens` or `text`")
+            if tokens is None and spec.get("text") is None and item.get("text") is None:
+                # a level without either is sized by the record's text (and scored on it)
+                raise doc.error(path + ("representations", name),
+                                "a level needs `tokens` or `text` (or the record a `text`)")
             _check_tokens(doc, tokens, path + ("representations", name, "tokens"))
             levels.append(Level(name, tokens, _float(spec.get("utility")), spec.get("text")))
         return tuple(levels)

@@ -214,10 +214,9 @@ class Modelled:
     levels: tuple[LevelUtility, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"from": "relevance", "model": "σ(" + " + ".join(
-                    f"{_short(c)}·{f}" for f, c in zip(self.model.features, self.model.coef, strict=True))
-                    + f" + {_short(self.model.intercept)})",
-                "levels": [lv.to_dict() for lv in self.levels]}
+        model = {"features": list(self.model.features), "coef": list(self.model.coef),
+                 "intercept": self.model.intercept}
+        return {"from": "relevance", "model": model, "levels": [lv.to_dict() for lv in self.levels]}
 
 
 # --- fitting ----------------------------------------------------------------------------

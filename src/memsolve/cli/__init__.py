@@ -47,6 +47,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
                  "trajectory."),
     "import": ("importing", "import_records", "Records (JSON Lines) from a mem0, LangGraph, Letta or Graphiti export."),
     "mcp": ("serving", "mcp", "A Model Context Protocol server over stdio: select_context and explain for an agent."),
+    "calibrate": ("calibrating", "calibrate", "Fit the utility model on labelled queries and write the policy with it."),
     "workbench": ("workbench", "workbench",
                   "Serve the retrieval workbench: a local page over the real engine (the `workbench` extra)."),
 }
@@ -144,9 +145,9 @@ class _DefaultSolve(_Lazy):
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from importlib.metadata import version
+    from .. import __version__  # the one place the version is written (importlib.metadata costs 0.1 s)
 
-    click.echo(f"memsolve {version('memsolve')} ({_kernel()})")
+    click.echo(f"memsolve {__version__} ({_kernel()})")
     ctx.exit()
 
 
