@@ -58,7 +58,8 @@ def test_calibrate_is_deterministic_to_the_byte(cli, tmp_path: Path) -> None:
 
 
 def test_one_file_has_no_held_out_share(cli, tmp_path: Path) -> None:
-    done = cli("calibrate", "--policy", POLICY, "--labelled", DATA / "alpha.labelled.yaml", "--out", tmp_path / "p.yaml")
+    one = DATA / "alpha.labelled.yaml"
+    done = cli("calibrate", "--policy", POLICY, "--labelled", one, "--out", tmp_path / "p.yaml")
     assert done.exit_code == 0, done.output
     assert "held out: needs two or more labelled files" in done.output
 

@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 from ..errors import InputError, Location
-
 from .common import check_outputs, guarded, write_output
 
 
@@ -31,7 +30,8 @@ def calibrate(policy_path, labelled, out, folds, force) -> None:
     engine and greedy, before and after, on the labelled set and on held-out files, goes to
     standard output.
     """
-    from ..calibrate import calibrate as fit, load_labelled, policy_text
+    from ..calibrate import calibrate as fit
+    from ..calibrate import load_labelled, policy_text
     from ..policies.load import load_policy
 
     check_outputs({"--out": out}, [("--policy", policy_path), *(("--labelled", p) for p in labelled)])
