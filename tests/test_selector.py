@@ -31,8 +31,10 @@ def _records() -> list[dict]:
 def test_select_matches_the_one_shot_solve_and_carries_the_text() -> None:
     selector = Selector(POLICY, _records())
     for query, now in (("database migration", 10), ("lunch", 12)):
+        previous = selector.prompt_orders.get("t")  # the turn before's prompt order (DESIGN §15)
         turn = selector.select(query=query, now=now, trace="full")
-        once = memsolve.solve(POLICY, memsolve.load_records(_records()), memsolve.Context(now=now, query=query))
+        once = memsolve.solve(POLICY, memsolve.load_records(_records()), memsolve.Context(now=now, query=query),
+                              previous=previous)
         assert turn.to_json() == once.to_json()
     turn = selector.select(query="database migration", now=10)
     texts = {c.id: c.text for c in turn.selected}

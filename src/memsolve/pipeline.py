@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from . import collection
+from . import cache, collection
 from .columns import ABSENT, LevelTable
 from .context import Context, ResolvedContext, resolve_context
 from .errors import InputError, SolverError, shown
@@ -332,19 +332,33 @@ def finish(
     extra: Mapping[str, Any] | None = None,
     timings: Timings | None = None,
     trace: str = "full",
+    previous: cache.PromptOrder | None = None,
 ) -> Run:
-    """The stages from the instance on: solve, check, result."""
+    """The stages from the instance on: solve, check, result; then the prompt order (DESIGN §15:
+    with a ``cache`` block the cuts solve the cache objective against ``previous``, the previous
+    turn's prompt order)."""
     clock = timings or Timings()
-    job = engines.Job(prep.compiled.instance, policy.solver.time_limit_s, prep.compiled.scores)
-    primary = clock.time("solve", lambda: engines.solve(job, engine or policy.solver.engine))
-    outcome = clock.time("check", lambda: engines.check(job, primary, policy.solver.cross_check))
+    solved = None
+    if policy.cache is not None:
+        solved = clock.time("solve", lambda: cache.solve(prep.compiled, policy.cache, previous,
+                                                         engine or policy.solver.engine, policy.solver.cross_check,
+                                                         policy.solver.time_limit_s))
+        prep = replace(prep, compiled=solved.compiled)
+        outcome = engines.Outcome(solved.found.solution, solved.engine, solved.cross_check, None)
+        scale = solved.found.scale
+    else:
+        job = engines.Job(prep.compiled.instance, policy.solver.time_limit_s, prep.compiled.scores)
+        primary = clock.time("solve", lambda: engines.solve(job, engine or policy.solver.engine))
+        outcome = clock.time("check", lambda: engines.check(job, primary, policy.solver.cross_check))
+        scale = job.scaled.scale
 
     def report() -> tuple[Allocations, Result]:
         rp, solution = prep.round_price, outcome.solution
         queue_after = next_queue(policy, rp.queue, solution.tokens_used, prep.ctx.budget)
         price = Price(rp.lam, prep.per_token, rp.queue, queue_after)
-        allocations = prep.compiled.invert(solution, outcome.reduction, job.scaled.scale)
+        allocations = prep.compiled.invert(solution, outcome.reduction, scale)
         done = result(policy, records, prep, outcome, allocations, price, trace)
+        done = cache.ordered(done, previous, policy.cache, solved, allocations)
         return allocations, replace(done, extra=dict(extra)) if extra else done
 
     allocations, final = clock.time("result", report)
@@ -362,13 +376,16 @@ def run(
     extra: Mapping[str, Any] | None = None,
     timings: Timings | None = None,
     trace: str = "full",
+    previous: cache.PromptOrder | None = None,
 ) -> Run:
     """Every stage in order; ``timings`` collects the seconds each took; ``trace`` says which
-    records' trace entries the result carries (``full``, ``excluded`` or ``none``)."""
+    records' trace entries the result carries (``full``, ``excluded`` or ``none``); ``previous``
+    is the previous turn's prompt order (DESIGN §15), which the prompt order keeps stable."""
     _check_trace(trace)  # before any work
     with collection.paused():
         prep = prepare(policy, records, context, round_price, ceilings, timings)
-        return finish(policy, records, prep, engine=engine, extra=extra, timings=timings, trace=trace)
+        return finish(policy, records, prep, engine=engine, extra=extra, timings=timings, trace=trace,
+                      previous=previous)
 
 
 def solve(policy: Policy, records: RecordSet, context: Context | None = None, **options: Any) -> Result:

@@ -270,6 +270,21 @@ class Result:
     compression: Compression | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)  # further sections: ``state`` in a round
     trace_mode: str = "full"  # which entries ``trace`` holds (TRACE_MODES)
+    # DESIGN §15: the selected ids in prompt order (the pipeline always sets it), and the cache
+    # trace (a memsolve.cache.CacheTrace) when the policy has a cache block
+    order: Sequence[str] | None = None
+    cache: Any = None
+
+    @property
+    def prompt_order(self) -> tuple[str, ...]:
+        """The selected ids in the order to put them in the prompt (unchanged ones first, in the
+        previous turn's order; then by id); ``selected`` itself stays in input order."""
+        return tuple(self.order) if self.order is not None else tuple(sorted(c.id for c in self.selected))
+
+    def in_prompt_order(self) -> tuple[Chosen, ...]:
+        """The selected records in prompt order."""
+        by_id = {c.id: c for c in self.selected}
+        return tuple(by_id[i] for i in self.prompt_order)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -292,6 +307,9 @@ class Result:
         }
         if self.compression is not None:
             out["compression"] = self.compression.to_dict()
+        if self.cache is not None:  # a policy with a cache block (DESIGN §15); without one the JSON stays as it was
+            out["prompt_order"] = list(self.prompt_order)
+            out["cache"] = self.cache.to_dict()
         out.update(self.extra)
         return out
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import pipeline
+from .cache import PromptOrder
 from .context import Context
 from .errors import InputError
 from .policies.load import load_policy
@@ -54,6 +55,8 @@ class Selector:
             raise InputError("a Selector with state needs an agent, and an agent needs state")
         self.store = state if isinstance(state, StateStore) or state is None else StateStore(state)
         self.agent = agent
+        # DESIGN §15: each tenant's last prompt order (this Selector serves one agent), kept in memory
+        self.prompt_orders: dict[str | None, PromptOrder] = {}
 
     @property
     def records(self) -> RecordSet:
@@ -96,10 +99,16 @@ class Selector:
         ``none``); ``refresh`` (with state) clears the fidelity ceilings for a new task.
         """
         context = Context(now=now, session=session, query=query, budget=budget, tenant=tenant)
+        key = tenant if tenant is not None else self.policy.tenant
+        previous = self.prompt_orders.get(key)  # a refresh keeps it: the provider's cache is not emptied
         if self.store is None:
             if refresh:
                 raise InputError("refresh clears a state's ceilings: this Selector has no state")
-            return pipeline.run(self.policy, self._records, context, engine=engine, trace=trace).result
-        assert self.agent is not None
-        return self.store.round(self.policy, self._records, context, agent=self.agent, refresh=refresh,
-                                engine=engine, trace=trace)
+            result = pipeline.run(self.policy, self._records, context, engine=engine, trace=trace,
+                                  previous=previous).result
+        else:
+            assert self.agent is not None
+            result = self.store.round(self.policy, self._records, context, agent=self.agent, refresh=refresh,
+                                      engine=engine, trace=trace, previous=previous)
+        self.prompt_orders[key] = PromptOrder.of(result.selected, result.prompt_order)
+        return result

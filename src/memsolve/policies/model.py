@@ -113,8 +113,8 @@ class CacheSettings:
     """The prompt cache's price (DESIGN §15): provider, input price, value of a dollar."""
 
     provider: str  # anthropic-5m, anthropic-1h, openai, gemini, none (memsolve.cache.PROVIDERS)
-    input_price: float  # dollars per million input tokens
-    value_per_dollar: float  # objective units per dollar of input
+    input_price: float = 0.0  # dollars per million input tokens (provider none: nothing to price)
+    value_per_dollar: float = 0.0  # objective units per dollar of input
     min_prefix: int | None = None  # None: the provider's
     prefix_tokens: int = 0  # fixed prompt before the memories (system prompt, tools)
     read: float | None = None  # multipliers of the input price; None: the provider's

@@ -283,8 +283,10 @@ class StateStore:
         engine: str | None = None,
         timings: pipeline.Timings | None = None,
         trace: str = "full",
+        previous: Any = None,
     ) -> Result:
-        """Run one round for ``agent``: read state, solve, write the new state atomically."""
+        """Run one round for ``agent``: read state, solve, write the new state atomically.
+        ``previous``: the previous turn's prompt order (a memsolve.cache.PromptOrder, DESIGN §15)."""
         key = self.key_for(policy, records, context, agent)
         with self.transaction(write=not dry_run, lock=None if dry_run else key) as conn:
             state = self.load(key, conn) if conn is not None else AgentState(key)
@@ -296,6 +298,7 @@ class StateStore:
                 extra={"state": {"agent": agent, "round": state.round, "refresh": refresh, "dry_run": dry_run}},
                 timings=timings,
                 trace=trace,
+                previous=previous,
             ).result
             if not dry_run and conn is not None:
                 self._write(conn, key, state, result, ceilings, refresh)
