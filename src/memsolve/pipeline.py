@@ -46,7 +46,7 @@ from .result import (
     compression_check,
 )
 from .solver import dp, engines
-from .solver.compile import Allocation, Allocations, Compiled, compile_rows, level_text
+from .solver.compile import Allocations, Compiled, compile_rows, level_text
 from .tokens import counter
 
 STAGES = ("context", "scope", "admit", "rules", "compile", "solve", "check", "result")
@@ -92,9 +92,6 @@ class Run:
     outcome: engines.Outcome
     allocations: Allocations  # one per eligible record, in input order
     result: Result
-
-    def allocation_of(self, record_id: str) -> Allocation | None:
-        return next((a for a in self.allocations if a.record.id == record_id), None)
 
 
 # --- the stages -------------------------------------------------------------------------
