@@ -75,6 +75,12 @@ def test_select_context_and_explain_over_stdio_with_state(tmp_path: Path) -> Non
     # the second call is round 2 of the same agent: the budget of this turn, the queue carried over
     assert second.structured_content["round"] == 2 and second.structured_content["tokens_used"] <= 13
     assert second.structured_content["price"]["queue_before"] == turn["price"]["queue_after"]
+    # the prompt order (DESIGN §15): by id on the first turn; then what stayed, in the order it had
+    assert turn["prompt_order"] == sorted(s["id"] for s in turn["selected"])
+    order = second.structured_content["prompt_order"]
+    assert sorted(order) == sorted(s["id"] for s in second.structured_content["selected"])
+    stayed = [i for i in turn["prompt_order"] if i in order]
+    assert order[:len(stayed)] == stayed
 
     assert not oncall.is_error
     explained = oncall.structured_content

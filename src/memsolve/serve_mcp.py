@@ -66,7 +66,9 @@ class Session:
             raise InputError(f"budget `{budget}` is more than the policy's {cap} tokens; a turn may ask for less, "
                              "never more")
         narrowed = replace(policy, budget=replace(policy.budget, tokens=budget))
-        return Selector(narrowed, self.selector.records, state=self.selector.store, agent=self.selector.agent)
+        turn = Selector(narrowed, self.selector.records, state=self.selector.store, agent=self.selector.agent)
+        turn.prompt_orders = self.selector.prompt_orders  # one memory of the last prompt order, whatever the budget
+        return turn
 
     def explain(self, record_id: str) -> dict[str, Any]:
         from .ci.explain import explain as explain_record
@@ -79,10 +81,12 @@ class Session:
 
 
 def answer(result: Result) -> dict[str, Any]:
-    """A turn's answer: the selected records (in input order) and what the selection cost."""
+    """A turn's answer: the selected records (in input order), their prompt order, and what the
+    selection cost."""
     return {
         "round": result.round,
         "selected": [chosen.to_dict() for chosen in result.selected],
+        "prompt_order": list(result.prompt_order),  # DESIGN §15: put the texts in the prompt in this order
         "tokens_used": result.tokens_used,
         "budget": result.budget,
         "price": result.price.to_dict(),
@@ -125,8 +129,9 @@ def build_server(selector: Selector) -> MCPServer:
             session: the current conversation's id (for policies that keep earlier sessions out).
             now: the current time (RFC 3339, or a number for records timed in plain numbers); default: now.
 
-        Returns the selected records (id, level, tokens, utility, text) in input order, the tokens
-        used, the price per token, and the ids left out with their rule.
+        Returns the selected records (id, level, tokens, utility, text) in input order, their ids in
+        prompt order (put the texts in the prompt in that order: it keeps the prompt cache's prefix),
+        the tokens used, the price per token, and the ids left out with their rule.
         """
         return _tool(held.select, query, budget, session, now)
 

@@ -160,7 +160,7 @@ def _build(doc: Document, sha256: str) -> Policy:
             float(solver.get("time_limit_s", 10.0)),
         ),
         on_invalid_record=data.get("on_invalid_record", "error"),
-        cache=None if "cache" not in data else CacheSettings(**data["cache"]),
+        cache=None if "cache" not in data else _cache(doc, data["cache"]),
         source=doc,
     )
 
@@ -175,6 +175,19 @@ def _utility_model(doc: Document, config: Any) -> Any:
         raise doc.error(("utility", "model", "coef"),
                         f"expected {len(config['features'])} coefficients, one per feature, got {len(config['coef'])}")
     return model_from_config(config)
+
+
+def _cache(doc: Document, config: Mapping[str, Any]) -> CacheSettings:
+    """The ``cache`` block; reading from the cache never costs more than writing (DESIGN §15)."""
+    from ..cache import rates  # imported on use: only policies with a cache block pay for it
+
+    settings = CacheSettings(**config)
+    r = rates(settings)
+    if r.write < r.read:
+        raise doc.error(("cache", "write" if "write" in config else "read"),
+                        f"the write multiplier ({r.write:g}) is below the read multiplier ({r.read:g}); "
+                        "a cached prefix would cost more than a new one")
+    return settings
 
 
 def _check_rule_shapes(doc: Document, rules: Any) -> None:

@@ -189,12 +189,13 @@ def solve_cuts(problem: CacheProblem, engine: str = "dp", *, time_limit_s: float
     if intact != best.intact:  # a cut's knapsack kept more than it had to: the longer cut ties it
         raise SolverError(f"cache cuts: the best allocation keeps {intact} records intact, its cut {best.intact}")
     without = _without(problem, cuts, best, bonus, solve)
-    solution = make_solution(inst, scaled, best.choice, OPTIMAL if proven else TIME_LIMIT, f"{engine}+cuts")
+    solution = make_solution(inst, scaled, best.choice, OPTIMAL if proven else TIME_LIMIT, engine)
     objective = problem.objective(best.choice)
     bounds = [cut.scaled for cut in cuts.values() if cut.outcome in ("solved", "pruned") and cut.scaled is not None]
     solution = replace(solution, objective=objective, scaled_objective=best.scaled,
                        bound=objective if proven else max(bounds) / scaled.scale + problem.constant,
-                       detail=f"{sum(c.outcome == 'solved' for c in cuts.values())} of {problem.m + 1} cuts solved")
+                       detail=f"cache objective: {sum(c.outcome == 'solved' for c in cuts.values())} of "
+                              f"{problem.m + 1} cut points solved")
     ordered = tuple(cuts[c] for c in range(problem.m + 1))
     return CacheSolution(solution, intact, ordered, without, scaled.scale)
 

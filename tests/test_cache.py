@@ -1,0 +1,187 @@
+"""Cache-stable selection through the pipeline (DESIGN §15): the prompt order, the cache block,
+the cache objective's choices and trace, the Selector's memory of the last prompt order."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import memsolve
+from memsolve.cache import PROVIDERS, PromptOrder, Rates, dollars, prompt_order, reused
+from memsolve.policies.model import CacheSettings
+from memsolve.result import Chosen
+from memsolve.schemas import validator
+from memsolve.selector import Selector
+
+from .conftest import make_policy, rec
+
+CACHED = "cache: {{provider: anthropic-5m, input_price: 3, value_per_dollar: {value}, min_prefix: 0}}\n"
+
+
+def policy(budget: int, cache: str = "", engine: str = "dp", cross_check: str = "dp") -> memsolve.Policy:
+    return make_policy(f"budget: {{tokens: {budget}}}\nfidelity: [raw, summary]\n"
+                       f"solver: {{engine: {engine}, cross_check: {cross_check}}}\n" + cache)
+
+
+def records(utilities: dict[str, float], tokens: int = 100) -> list[dict]:
+    return [rec(rid, tokens=tokens, utility=u) for rid, u in utilities.items()]
+
+
+def test_prompt_order_keeps_the_unchanged_first_in_the_previous_order_then_the_rest_by_id() -> None:
+    def chosen(rid: str, level: str = "raw", text: str = "t") -> Chosen:
+        return Chosen(rid, level, 3, 1.0, text)
+
+    previous = PromptOrder.of([chosen("c"), chosen("a"), chosen("b"), chosen("d")], ["c", "a", "b", "d"])
+    now = [chosen("a"), chosen("b", "summary"), chosen("c"), chosen("e"), chosen("d", text="edited")]
+    # b changed level, d changed text: both count as new; e is new
+    assert prompt_order(now, previous) == ("c", "a", "b", "d", "e")
+    assert prompt_order(now, None) == ("a", "b", "c", "d", "e")
+    assert prompt_order([chosen("a"), chosen("c")], previous) == ("c", "a")
+
+
+def test_ordering_alone_never_changes_the_selection_and_keeps_the_json() -> None:
+    p = policy(300)
+    turns = [{"a": 5, "b": 4, "c": 3, "d": 1}, {"a": 1, "b": 4, "c": 3, "d": 5},
+             {"a": 1, "b": 4, "c": 3, "d": 5, "e": 9}]
+    selector = Selector(p, records(turns[0]))
+    orders: list[tuple[str, ...]] = []
+    for utilities in turns:
+        selector = _carry(selector, p, records(utilities))
+        result = selector.select(now=1, trace="full")
+        fresh = memsolve.solve(p, memsolve.load_records(records(utilities)), memsolve.Context(now=1))
+        assert result.to_json() == fresh.to_json()  # no cache block: the JSON is the plain one
+        assert [c.id for c in result.selected] == [c.id for c in fresh.selected]
+        orders.append(result.prompt_order)
+    assert orders[0] == ("a", "b", "c")
+    assert orders[1] == ("b", "c", "d")  # b and c stayed, in their order; d is new
+    assert orders[2] == ("b", "d", "e")  # c left; b and d stayed, in their order; e is new
+
+
+def _carry(old: Selector, p: memsolve.Policy, recs: list[dict]) -> Selector:
+    """A selector over new records that remembers the old one's prompt orders (utilities changed)."""
+    new = Selector(p, recs)
+    new.prompt_orders = old.prompt_orders
+    return new
+
+
+def test_the_cache_keeps_a_prefix_that_the_knapsack_alone_would_break() -> None:
+    first = {"a": 5.0, "b": 4.0, "c": 1.0}
+    then = {"a": 3.0, "b": 4.0, "c": 3.2}  # alone, c (3.2) now beats a (3.0) for the second place
+    plain = memsolve.solve(policy(200), memsolve.load_records(records(then)), memsolve.Context(now=1))
+    assert {c.id for c in plain.selected} == {"b", "c"}
+
+    # a was first in the previous prompt: keeping it keeps a and b (200 tokens) cached, read at 0.1x
+    # instead of written at 1.25x: 200 · 1.15 · $3/M = $0.00069, worth 0.69 at 1000 per dollar > 0.2
+    selector = Selector(policy(200, CACHED.format(value=1000)), records(first))
+    selector.select(now=1)
+    kept = _carry(selector, policy(200, CACHED.format(value=1000)), records(then)).select(now=1)
+    assert kept.prompt_order == ("a", "b")
+    trace = kept.cache.to_dict()
+    assert trace["prefix"] == {"records": 2, "tokens": 200, "reused": 200}
+    assert trace["first_change"] is None
+    assert trace["cost"]["dollars"] == pytest.approx(3e-6 * 0.1 * 200)
+    assert trace["cost"]["uncached"] == pytest.approx(3e-6 * 1.25 * 200)
+    assert kept.solver.status == "optimal" and kept.solver.cross_check["agrees"] is True
+
+    # at 100 per dollar the cache is worth 0.069 < 0.2: c comes in, and the trace says what it cost
+    selector = Selector(policy(200, CACHED.format(value=100)), records(first))
+    selector.select(now=1)
+    changed = _carry(selector, policy(200, CACHED.format(value=100)), records(then)).select(now=1)
+    assert changed.prompt_order == ("b", "c")
+    trace = changed.cache.to_dict()
+    assert trace["prefix"] == {"records": 0, "tokens": 0, "reused": 0}
+    change = trace["first_change"]
+    assert change["id"] == "a" and change["was"] == "raw" and change["now"] == "dropped"
+    # with the change: 200 tokens written; without: a and b read (the prefix), nothing written
+    assert trace["cost"]["dollars"] == pytest.approx(3e-6 * 1.25 * 200)
+    assert trace["cost"]["without_change"] == pytest.approx(3e-6 * 0.1 * 200)
+    # the gain: (3.2 − 3.0) in utility less the cache's value lost: with a gone, b moves up and is
+    # written again too, so 200 tokens at (1.25 − 0.1) · $3/M, worth 100 per dollar
+    assert change["gain"] == pytest.approx(0.2 - 100 * 3e-6 * 1.15 * 200)
+    assert change["objective_without"] == pytest.approx(changed.objective - change["gain"])
+
+
+def test_a_cache_result_is_schema_valid_and_byte_identical() -> None:
+    p = policy(200, CACHED.format(value=1000))
+    first = Selector(p, records({"a": 5.0, "b": 4.0, "c": 1.0}))
+    first.select(now=1)
+    runs = []
+    for _ in range(2):
+        selector = _carry(first, p, records({"a": 3.0, "b": 4.0, "c": 3.2}))
+        runs.append(selector.select(now=1, trace="full").to_json())
+    assert runs[0] == runs[1]
+    data = json.loads(runs[0])
+    assert list(validator("result").iter_errors(data)) == []
+    assert data["prompt_order"] == ["a", "b"] and data["cache"]["provider"] == "anthropic-5m"
+    assert data["cache"]["cuts"]["solved"] + data["cache"]["cuts"]["pruned"] + data["cache"]["cuts"]["infeasible"] == 3
+
+
+def test_the_cp_sat_cross_check_agrees_on_the_cache_objective() -> None:
+    p = policy(200, CACHED.format(value=1000), engine="cp-sat", cross_check="cp-sat")
+    selector = Selector(p, records({"a": 5.0, "b": 4.0, "c": 1.0}))
+    selector.select(now=1)
+    result = _carry(selector, p, records({"a": 3.0, "b": 4.0, "c": 3.2})).select(now=1)
+    assert result.solver.cross_check == {"engine": "cp-sat", "objective": pytest.approx(result.objective),
+                                         "agrees": True}
+
+
+def test_providers_round_the_reused_prefix_as_they_bill_it() -> None:
+    openai = PROVIDERS["openai"]
+    assert reused(openai, 1023) == 0 and reused(openai, 1024) == 1024 and reused(openai, 1279) == 1152
+    anthropic = PROVIDERS["anthropic-5m"]
+    assert reused(anthropic, 1023) == 0 and reused(anthropic, 1500) == 1500
+    assert reused(Rates(0.1, 1.25, 1, 0), 0) == 0 and reused(Rates(0.1, 1.25, 1, 0), 7) == 7
+    settings = CacheSettings("anthropic-1h", 3.0, 1.0, prefix_tokens=2000)
+    # 2,000 fixed tokens + 500 memory tokens, 2,300 read: 2,300 · 0.1 + 200 · 2.0
+    assert dollars(settings, 500, 2300) == pytest.approx(3e-6 * (230 + 400))
+
+
+def test_the_fixed_prefix_and_minimum_prefix_enter_the_objective() -> None:
+    # 1,100 fixed tokens reach Anthropic's 1,024 minimum on their own: the first turn writes
+    # them, every later turn reads them; the memories after them follow the same rule
+    p = policy(300, "cache: {provider: anthropic-5m, input_price: 3, value_per_dollar: 1000, prefix_tokens: 1100}\n")
+    selector = Selector(p, records({"a": 5.0, "b": 4.0}))
+    cold = selector.select(now=1)
+    assert cold.cache.reused_tokens == 0 and cold.cache.previous is None
+    warm = selector.select(now=1)
+    assert warm.cache.reused_tokens == 1300 and warm.cache.first_change is None
+    assert warm.cache.cost["dollars"] == pytest.approx(3e-6 * 0.1 * 1300)
+    # the objective is utility less value_per_dollar times the modelled cost
+    assert warm.objective == pytest.approx(9.0 - 1000 * 3e-6 * 0.1 * 1300)
+
+
+@pytest.mark.parametrize("block, message", [
+    ("cache: {provider: anthropic, input_price: 3, value_per_dollar: 1}\n", "anthropic-5m"),
+    ("cache: {provider: openai, input_price: 2}\n", "value_per_dollar"),
+    ("cache: {provider: openai, input_price: 2, value_per_dollar: 1, read: 2}\n", "below the read multiplier"),
+])
+def test_a_bad_cache_block_is_one_located_error(block: str, message: str) -> None:
+    with pytest.raises(memsolve.InputError) as caught:
+        policy(100, block)
+    assert message in str(caught.value) and "policy.yaml" in str(caught.value)
+
+
+def test_provider_none_orders_and_traces_without_a_price() -> None:
+    p = policy(200, "cache: {provider: none}\n")
+    selector = Selector(p, records({"a": 5.0, "b": 4.0, "c": 1.0}))
+    selector.select(now=1)
+    result = selector.select(now=1)
+    assert result.prompt_order == ("a", "b") and result.cache.cost == {"dollars": 0.0, "uncached": 0.0}
+    assert result.objective == pytest.approx(9.0)
+
+
+def test_with_state_the_selector_keeps_the_prompt_order_per_agent(tmp_path) -> None:
+    p = policy(200)
+    state = memsolve.StateStore(tmp_path / "state.db")
+    one = Selector(p, records({"b": 5.0, "a": 4.0, "c": 1.0}), state=state, agent="one")
+    first = one.select(now=1)
+    assert first.prompt_order == ("a", "b") and first.round == 1
+    # round 2: b is worth less now and d is new (c, dropped in round 1, never returns on its own)
+    later = records({"b": 1.0, "a": 4.0, "c": 5.0, "d": 5.0})
+    carried = Selector(p, later, state=state, agent="one")
+    carried.prompt_orders = one.prompt_orders  # the same agent's memory, over records whose utilities changed
+    second = carried.select(now=1)
+    assert second.round == 2 and second.prompt_order == ("a", "d")
+    other = Selector(p, later, state=state, agent="two")
+    assert other.select(now=1).prompt_order == ("c", "d") and other.prompt_orders.keys() == {None}
