@@ -320,7 +320,7 @@ def ordered(result: Any, previous: PromptOrder | None, settings: CacheSettings |
             if p.id not in chosen:
                 row = row_of.get(p.id)
                 why[p.id] = ("not eligible now (excluded by a rule, invalid or removed)" if row is None
-                             else allocations[row].drop_reason or "dropped")
+                             else allocations.drop_reason(row))
     traced = trace(result.selected, order, previous, settings, why,
                    None if solved is None else solved.found, None if solved is None else solved.problem)
     return replace(result, order=order, cache=traced)

@@ -18,7 +18,8 @@ knapsack does not forbid keeping p_c too; that only relaxes it (keeping more is 
 since the bonus grows with the prefix), so the best over cuts is the exact optimum. The cuts are
 tried from the longest prefix down; the first, unconstrained cut's optimum plus ``bonus[c]``
 bounds every cut c, and once that bound cannot beat the best found, the remaining cuts are closed
-by it (the certificate lists each cut as solved, pruned by that bound, or infeasible).
+by it; a Lagrangian bound (the capacity priced, :func:`lagrangian_bounds`) closes single cuts
+before they are solved. The certificate lists each cut as solved, pruned by a bound, or infeasible.
 
 Two independent exact checks: :func:`flag_dp`, a dense DP over capacity with one intact/broken
 flag (the intact state is a single point, so the table is the plain DP's), and :func:`solve_cpsat_cache`
@@ -98,7 +99,7 @@ class Cut:
     intact: int
     outcome: str  # solved, pruned (its bound cannot beat the optimum), infeasible (over budget or count)
     scaled: int | None = None  # the scaled objective (solved) or its bound (pruned)
-    objective: float | None = None  # solved: the full objective of its allocation
+    objective: float | None = None  # the full objective of its allocation (computed for the optimum's runner-up)
     choice: np.ndarray | None = None
 
     def to_dict(self) -> dict[str, object]:
@@ -138,6 +139,26 @@ def _cut_limit(problem: CacheProblem) -> int:
     return c
 
 
+def lagrangian_bounds(problem: CacheProblem, scaled: Scaled, bonus: np.ndarray, top: int) -> np.ndarray:
+    """An upper bound on each cut's scaled objective (c = 0 … top), from the capacity constraint
+    priced at μ (any μ ≥ 0 bounds a knapsack: μ·B + Σ_i max(0, max_j v_ij − μ·s_ij); the count
+    limit is dropped, which only loosens it); the least over a grid of μ at the quantiles of the
+    levels' value per token. The fixed records of a cut enter at their own value less μ·tokens."""
+    inst = problem.instance
+    usable = scaled.usable
+    values, tokens = scaled.values.astype(np.float64), inst.tokens.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        efficiency = (values / tokens)[usable & (inst.tokens > 0)]
+    grid = np.unique(np.concatenate([[0.0], np.quantile(efficiency, np.linspace(0, 1, 17)) if efficiency.size else []]))
+    net = np.where(usable[:, :, None], values[:, :, None] - tokens[:, :, None] * grid[None, None, :], 0.0)
+    best = np.maximum(net.max(axis=1), 0.0) if inst.k else np.zeros((inst.n, grid.size))  # (n, G)
+    rows, levels = problem.rows[:top], problem.levels[:top]
+    fixed = (values[rows, levels][:, None] - tokens[rows, levels][:, None] * grid[None, :]) - best[rows]
+    bound = grid * inst.budget + best.sum(axis=0) + np.vstack([np.zeros((1, grid.size)), np.cumsum(fixed, axis=0)])
+    # rounded up, with room for the floating-point sums (values stay below 2**52)
+    return np.ceil(bound.min(axis=1) * (1 + 1e-12) + 1.0).astype(np.int64) + bonus[: top + 1]
+
+
 def solve_cuts(problem: CacheProblem, engine: str = "dp", *, time_limit_s: float = 10.0) -> CacheSolution:
     """The exact optimum of the cache objective: one knapsack per cut point, pruned by bound."""
     inst = problem.instance
@@ -160,8 +181,7 @@ def solve_cuts(problem: CacheProblem, engine: str = "dp", *, time_limit_s: float
         choice = np.full(inst.n, -1, dtype=np.int64)
         choice[free] = found.choice
         choice[rows] = levels
-        value = scaled_value(scaled, choice) + int(bonus[c])
-        return Cut(c, "solved", value, problem.objective(choice), choice)
+        return Cut(c, "solved", scaled_value(scaled, choice) + int(bonus[c]), None, choice)
 
     first = cuts[0] = solve(0)
     unconstrained = first.scaled - int(bonus[0]) if first.scaled is not None else 0
@@ -171,12 +191,16 @@ def solve_cuts(problem: CacheProblem, engine: str = "dp", *, time_limit_s: float
         assert than.scaled is not None
         return value > than.scaled or (value == than.scaled and c > than.intact)
 
+    lagrangian = lagrangian_bounds(problem, scaled, bonus, top)
     for c in range(top, 0, -1):
-        bound = unconstrained + int(bonus[c])
-        if proven and not beats(bound, c, best):
+        bound = min(unconstrained + int(bonus[c]), int(lagrangian[c]))
+        if proven and not beats(unconstrained + int(bonus[c]), c, best):  # and so every shorter cut
             for rest in range(c, 0, -1):
-                cuts[rest] = Cut(rest, "pruned", unconstrained + int(bonus[rest]))
+                cuts[rest] = Cut(rest, "pruned", min(unconstrained + int(bonus[rest]), int(lagrangian[rest])))
             break
+        if proven and not beats(bound, c, best):
+            cuts[c] = Cut(c, "pruned", bound)
+            continue
         cut = cuts[c] = solve(c)
         assert cut.scaled is not None
         if beats(cut.scaled, c, best):
@@ -189,6 +213,8 @@ def solve_cuts(problem: CacheProblem, engine: str = "dp", *, time_limit_s: float
     if intact != best.intact:  # a cut's knapsack kept more than it had to: the longer cut ties it
         raise SolverError(f"cache cuts: the best allocation keeps {intact} records intact, its cut {best.intact}")
     without = _without(problem, cuts, best, bonus, solve)
+    if without is not None and without.choice is not None:  # its objective in floating point, as reported
+        without = cuts[without.intact] = replace(without, objective=problem.objective(without.choice))
     solution = make_solution(inst, scaled, best.choice, OPTIMAL if proven else TIME_LIMIT, engine)
     objective = problem.objective(best.choice)
     bounds = [cut.scaled for cut in cuts.values() if cut.outcome in ("solved", "pruned") and cut.scaled is not None]
