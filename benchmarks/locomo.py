@@ -29,12 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
-from memsolve.calibrate import LabelledQuery, LabelledSet, fit_model, recall, with_model
+from memsolve.calibrate import LabelledQuery, LabelledSet, features_used, fit_model, recall, with_model
 from memsolve.context import Context
 from memsolve.pipeline import run
 from memsolve.policies.load import policy_from_text
 from memsolve.records import load_records
-from memsolve.utility_model import FEATURES
 
 POLICY = """\
 apiVersion: memsolve/v1
@@ -107,7 +106,7 @@ def timed_recall(pol, sets: list[LabelledSet], engine: str) -> tuple[float, floa
 
 
 def cross_validated(pol, sets: list[LabelledSet], engine: str) -> float:  # noqa: ANN001
-    names = tuple(f for f in FEATURES if f != "external")
+    names = features_used(pol, sets)
     values = []
     for i, test in enumerate(sets):
         model, _, _ = fit_model(pol, [s for j, s in enumerate(sets) if j != i], names)
@@ -140,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     raw = [conversation(f, levels=False) for f in files]
     if args.fit_default:
-        names = ("score", "log_rank", "log_tokens", "log_age")
+        names = ("tfidf", "bm25", "matched", "neighbour", "log_rank", "log_tokens", "log_age")
         model, count, positives = fit_model(policy(100), raw, names)
         print(json.dumps({**model.to_dict(), "examples": count, "positives": positives}, indent=1))
         return 0

@@ -5,17 +5,22 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import memsolve
-from memsolve.relevance import TermIndex
+from memsolve import pipeline
+from memsolve.policies.model import RelevanceRule
+from memsolve.relevance import TermIndex, record_text
 from memsolve.utility_model import DEFAULT_MODEL, FEATURES, LevelIndex, UtilityModel, features, fit, sigmoid
 
 from .conftest import make_policy, solve
+from .policies.test_columns import NOW, WORDS, a_record
+from .policies.test_columns import RULES as COLUMN_RULES
 
 Q = "database timeout deploy"
 POLICY = """\
@@ -203,3 +208,109 @@ def test_a_model_block_with_the_wrong_number_of_coefficients_is_located() -> Non
     with pytest.raises(memsolve.InputError, match="expected 2 coefficients") as info:
         model_policy(model="{features: [score, log_tokens], coef: [1.0], intercept: 0}")
     assert info.value.location.line is not None
+
+
+# --- compile with a model, against a record-by-record oracle ---------------------------------------
+
+ORACLE_MODEL = UtilityModel(FEATURES, (1.5, 0.5, -0.7, 0.3, -0.2, 2.0, 0.8, 1.1, 0.6, 0.9), -1.25)
+
+
+@st.composite
+def a_model_case(draw: st.DrawFn) -> tuple:
+    """Records as the columns oracle draws them; a relevance rule, a query, and maybe other rules."""
+    records = [draw(a_record(i)) for i in range(draw(st.integers(1, 14)))]
+    for item in records:
+        item["timestamp"] = min(item["timestamp"], NOW)
+        if draw(st.booleans()):
+            item["score"] = draw(st.sampled_from([0, 0.25, 1]))
+    others = draw(st.lists(st.sampled_from(["stores", "freshness", "latest", "authority"]), max_size=2, unique=True))
+    scorer = draw(st.sampled_from(["tfidf", "bm25"]))
+    body = f"budget: {{tokens: {draw(st.integers(0, 12))}}}\nfidelity: [raw, summary, keywords]\n"
+    body += "stores: [semantic, episodic, working]\non_invalid_record: exclude\n"
+    if draw(st.booleans()):
+        body += "tenant: a\n"
+    if draw(st.booleans()):
+        body += "utility: {from: relevance, retention: {summary: 0.5}}\n"
+    rules = "\n".join([COLUMN_RULES[name] for name in others] + [COLUMN_RULES[scorer]]) + "\n"
+    policy = make_policy(body, rules=rules)
+    query = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)))
+    return policy, memsolve.load_records(records), memsolve.Context(now=NOW, session="s1", query=query)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(a_model_case())
+def test_compile_with_a_model_is_the_oracles(case) -> None:
+    policy, records, context = case
+    policy = replace(policy, utility=replace(policy.utility, source="relevance", model=ORACLE_MODEL))
+    prep = pipeline.prepare(policy, records, context)
+    got = prep.compiled
+    assert got.model is not None
+    cols = prep.judgement.columns
+    eligible = np.flatnonzero(prep.judgement.eligible).tolist()
+    expected = _model_oracle(policy, cols.records, eligible, context.query, NOW, got.instance.mask)
+    assert got.instance.utility.shape == expected.shape
+    assert np.allclose(got.instance.utility, expected, rtol=1e-12, atol=1e-15)
+
+
+def _model_oracle(policy, records, eligible, query, now, mask):
+    """Features, p and utilities record by record, then the monotone repair."""
+    scorer = [r for r in policy.rules if isinstance(r, RelevanceRule)][-1].scorer
+    levels = policy.fidelity
+    # the documents per tenant: each record's text, and each level's own text where it differs
+    docs: dict = {}
+    for i, record in enumerate(records):
+        own = record_text(record)
+        docs.setdefault(record.tenant, []).append((i, None, own))
+        for level in record.levels:
+            if level.text is not None and level.text != own:
+                docs[record.tenant].append((i, level.name, level.text))
+    sims: dict = {}
+    for group in docs.values():
+        index = TermIndex.of([text for _, _, text in group])
+        found = {name: getattr(index, name)(query) for name in ("tfidf", "bm25", "matched")}
+        for d, (i, name, _) in enumerate(group):
+            sims[(i, name)] = {key: float(found[key][d]) for key in found}
+
+    def sim(i, name, kind):
+        return sims.get((i, name), sims[(i, None)])[kind]
+
+    def best_of(i):
+        return max(sim(i, name, scorer) for name in (None, *levels))
+
+    def neighbour(i):
+        same = [j for j, r in enumerate(records)
+                if r.tenant == records[i].tenant and r.session == records[i].session]
+        at = same.index(i)
+        near = [same[at - 1]] if at > 0 else []
+        near += [same[at + 1]] if at + 1 < len(same) else []
+        return max((best_of(j) for j in near), default=0.0)
+
+    offered = [sim(i, levels[j], scorer) for r, i in enumerate(eligible) for j in range(len(levels)) if mask[r, j]]
+    best = max(offered, default=0.0)
+    utility = np.zeros(mask.shape)
+    for r, i in enumerate(eligible):
+        record = records[i]
+        by_name = {level.name: level for level in record.levels}
+        for j, name in enumerate(levels):
+            level = by_name.get(name)
+            if level is None:
+                continue
+            if level.utility is not None:
+                utility[r, j] = level.utility
+                continue
+            s = sim(i, name, scorer)
+            text = level.text if level.text is not None else record.text or ""
+            tokens = level.tokens if level.tokens is not None else len(text.split())
+            x = {"score": s, "gap": s - best, "log_rank": math.log(1 + sum(o > s for o in offered)),
+                 "log_tokens": math.log1p(tokens), "log_age": math.log1p(max(now - record.timestamp, 0)),
+                 "external": record.score or 0.0, "tfidf": sim(i, name, "tfidf"), "bm25": sim(i, name, "bm25"),
+                 "matched": sim(i, name, "matched"), "neighbour": neighbour(i)}
+            z = sum(c * x[f] for f, c in zip(ORACLE_MODEL.features, ORACLE_MODEL.coef, strict=True))
+            p = 1 / (1 + math.exp(-(z + ORACLE_MODEL.intercept)))
+            utility[r, j] = policy.utility.retention.get(name, 1.0) * p
+        running = -math.inf
+        for j in range(len(levels) - 1, -1, -1):
+            if mask[r, j]:
+                utility[r, j] = max(utility[r, j], running)
+                running = utility[r, j]
+    return utility

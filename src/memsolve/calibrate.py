@@ -154,10 +154,12 @@ class Calibration:
     held_out_before: Recall | None
 
 
-def features_used(sets: Sequence[LabelledSet]) -> tuple[str, ...]:
-    """Every feature, ``external`` only when some record carries a ``score``."""
+def features_used(policy: Policy, sets: Sequence[LabelledSet]) -> tuple[str, ...]:
+    """Every feature but the rule's own scorer again (``score`` is it), ``external`` only when
+    some record carries a ``score``."""
     external = any(r.score is not None for s in sets for r in s.records.records)
-    return tuple(f for f in FEATURES if f != "external" or external)
+    scorer = policy.rules_of(RelevanceRule)[-1].scorer
+    return tuple(f for f in FEATURES if (f != "external" or external) and f != scorer)
 
 
 def fit_model(policy: Policy, sets: Sequence[LabelledSet], names: Sequence[str]) -> tuple[UtilityModel, int, int]:
@@ -197,7 +199,7 @@ def calibrate(policy: Policy, sets: Sequence[LabelledSet], folds: int | None = N
     """Fit on every labelled file, and measure; held-out recall by k-fold over the files
     (``folds``: default one fold per file, at most 10)."""
     check_policy(policy)
-    names = features_used(sets)
+    names = features_used(policy, sets)
     model, count, positives = fit_model(policy, sets, names)
     before, after = measure(policy, sets), measure(with_model(policy, model), sets)
     held = held_before = None

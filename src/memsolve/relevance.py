@@ -99,6 +99,16 @@ class TermIndex:
         norms = self.norms * math.sqrt(q_squares)
         return np.divide(dots, norms, out=np.zeros(n), where=norms > 0)
 
+    def matched(self, query: str) -> np.ndarray:
+        """The share of the query's distinct terms each document holds."""
+        words = sorted(set(terms(query)))
+        out = np.zeros(len(self))
+        for word in words:
+            term = self.vocabulary.get(word)
+            if term is not None:
+                out[self.docs[term]] += 1
+        return out / len(words) if words else out
+
     def bm25(self, query: str, k1: float = 1.5, b: float = 0.75) -> np.ndarray:
         """Okapi BM25 scores normalised to [0, 1] by the best score (0 when nothing matches)."""
         n = len(self)

@@ -12,6 +12,13 @@ gives one. The features x of a level, computed over the tenant's records (never 
     log_age     ln(1 + age), age in the records' own units (hours for RFC 3339 times)
     external    the record's own ``score`` in [0, 1] (a store's search score or an embedding
                 similarity), 0 where the record carries none
+    tfidf, bm25 both lexical scorers on the level's own text, whichever the rule uses
+    matched     the share of the query's distinct terms the level's text holds
+    neighbour   the best score of the record just before and just after this one in its session
+                (input order): in a conversation an answer often sits next to the turn that
+                names the topic
+
+The last four are computed only for a model that names them.
 
 A level's text is indexed with the records' (one term index per tenant, built once per record
 set and fidelity list): a short extracted fact competes with the turns it came from.
@@ -32,7 +39,8 @@ import numpy as np
 
 from .relevance import TermIndex, record_text
 
-FEATURES = ("score", "gap", "log_rank", "log_tokens", "log_age", "external")
+EXTRA = ("tfidf", "bm25", "matched", "neighbour")
+FEATURES = ("score", "gap", "log_rank", "log_tokens", "log_age", "external", *EXTRA)
 HOUR = 3600.0
 
 
@@ -90,16 +98,16 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
 
 # Fitted by `python benchmarks/locomo.py --data ../shared/data/locomo-dev --fit-default`: the five
 # development conversations of LoCoMo (26, 30, 41, 42, 43), their 760 answerable questions
-# (categories 1-4), one record per turn (raw text, no levels), scorer bm25; one example per
-# eligible turn and question (325,523, of which 1,092 evidence turns), standardised features,
-# Newton/IRLS with ridge 1e-4 (memsolve.calibrate.fit_model). Length is the second strongest
-# feature: a longer turn is likelier to hold an answer at the same score. `gap` is left out
-# (bm25 scores are normalised by the best, so it is score - 1), and so is `external` (the data
-# has none).
+# (categories 1-4), one record per turn (raw text, no levels), relevance rule scorer bm25; one
+# example per eligible turn and question (325,523, of which 1,092 evidence turns), standardised
+# features, Newton/IRLS with ridge 1e-4 (memsolve.calibrate.fit_model). The features name both
+# scorers rather than `score`, so the model reads the same whichever scorer the rule uses. Length
+# weighs in: a longer turn is likelier to hold an answer at the same scores. `external` is left
+# out (the data has none).
 DEFAULT_MODEL = UtilityModel(
-    features=("score", "log_rank", "log_tokens", "log_age"),
-    coef=(3.29512, -0.45609, 1.4966, 0.0744033),
-    intercept=-9.89734,
+    features=("tfidf", "bm25", "matched", "neighbour", "log_rank", "log_tokens", "log_age"),
+    coef=(3.62293, 1.04819, 2.44331, 1.92222, -0.344946, 1.37938, 0.0845917),
+    intercept=-10.901,
     fitted={"files": ["26.json", "30.json", "41.json", "42.json", "43.json"], "queries": 760,
             "examples": 325523, "positives": 1092,
             "labelled_sha256": "2187c1115a3070ad367c686013912e1da17105cdddf263f527aafea2380af658",
@@ -157,11 +165,25 @@ class LevelIndex:
         return cls(groups, source, size)
 
     def similarity(self, query: str, scorer: str) -> np.ndarray:
-        """The scorer's similarity of every record's every level to ``query`` (n, k)."""
+        """The scorer's similarity of every record's every level to ``query`` (n, k); scorer
+        ``matched``: the share of the query's terms each level holds."""
         out = np.zeros(self.size)
         for numbers, index in self.groups:
-            out[numbers] = index.bm25(query) if scorer == "bm25" else index.tfidf(query)
+            out[numbers] = (index.bm25(query) if scorer == "bm25" else index.matched(query) if scorer == "matched"
+                            else index.tfidf(query))
         return out[self.source]
+
+
+def neighbours(columns: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's previous and next row in its tenant's session, in input order (-1: none)."""
+    n = len(columns)
+    tenant, session = columns.tenant.codes, columns.session.codes
+    order = np.lexsort((np.arange(n), session, tenant))
+    same = (tenant[order][1:] == tenant[order][:-1]) & (session[order][1:] == session[order][:-1])
+    before, after = np.full(n, -1), np.full(n, -1)
+    before[order[1:][same]] = order[:-1][same]
+    after[order[:-1][same]] = order[1:][same]
+    return before, after
 
 
 def features(
@@ -170,10 +192,12 @@ def features(
     present: np.ndarray,
     age: np.ndarray,
     external: np.ndarray,
+    extra: np.ndarray | None = None,
 ) -> np.ndarray:
     """The features (n, k, len(FEATURES)) of the candidate rows' levels: ``similarity`` and
     ``tokens`` (n, k), ``present`` the offered levels, ``age`` (n,) in the model's units,
-    ``external`` (n,). Gap and rank are taken over the offered levels only."""
+    ``external`` (n,), ``extra`` (n, k, len(EXTRA)) the features after ``external`` (zeros when None).
+    Gap and rank are taken over the offered levels only."""
     n, k = similarity.shape
     x = np.zeros((n, k, len(FEATURES)))
     if n == 0 or k == 0:
@@ -189,6 +213,8 @@ def features(
     x[..., 3] = np.log1p(tokens)
     x[..., 4] = np.log1p(np.maximum(age, 0.0))[:, None]
     x[..., 5] = external[:, None]
+    if extra is not None:
+        x[..., 6:] = extra
     return x
 
 
@@ -282,4 +308,17 @@ def model_inputs(model: UtilityModel, columns: Any, levels: Sequence[str], query
     external = columns.memo(("external-score",), lambda: np.array(
         [0.0 if r.score is None else r.score for r in columns.records], dtype=np.float64))
     age = age_units(np.maximum(now - columns.timestamp, 0.0), time_kind)
-    return ModelInputs(model, index.similarity(query, scorer), age, external, retention)
+    similarity = index.similarity(query, scorer)
+    extra = None
+    if any(f in EXTRA for f in model.features):
+        extra = np.zeros(similarity.shape + (len(EXTRA),))
+        for e, name in enumerate(EXTRA):
+            if name not in model.features:
+                continue
+            if name == "neighbour":
+                before, after = columns.memo(("neighbours",), lambda: neighbours(columns))
+                best = np.append(similarity.max(axis=1), 0.0)  # row -1 reads the appended 0
+                extra[..., e] = np.maximum(best[before], best[after])[:, None]
+            else:
+                extra[..., e] = index.similarity(query, name)
+    return ModelInputs(model, similarity, age, external, retention, extra)

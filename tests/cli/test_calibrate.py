@@ -34,7 +34,8 @@ def test_calibrate_writes_the_policy_with_a_fitted_model(cli, tmp_path: Path) ->
     written = yaml.safe_load(out.read_text())
     model = written["utility"]["model"]
     assert written["utility"]["from"] == "relevance"
-    assert model["features"] == ["score", "gap", "log_rank", "log_tokens", "log_age"]  # no record has a score
+    # every feature but `external` (no record has a score) and `bm25` (the rule's scorer: `score`)
+    assert model["features"] == ["score", "gap", "log_rank", "log_tokens", "log_age", "tfidf", "matched", "neighbour"]
     assert model["fitted"]["queries"] == 24 and model["fitted"]["files"] == ["alpha.labelled.yaml",
                                                                              "beta.labelled.yaml"]
     assert len(model["fitted"]["labelled_sha256"]) == 64

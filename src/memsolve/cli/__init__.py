@@ -47,7 +47,8 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
                  "trajectory."),
     "import": ("importing", "import_records", "Records (JSON Lines) from a mem0, LangGraph, Letta or Graphiti export."),
     "mcp": ("serving", "mcp", "A Model Context Protocol server over stdio: select_context and explain for an agent."),
-    "calibrate": ("calibrating", "calibrate", "Fit the utility model on labelled queries and write the policy with it."),
+    "calibrate": ("calibrating", "calibrate",
+                  "Fit the utility model on labelled queries and write the policy with it."),
     "workbench": ("workbench", "workbench",
                   "Serve the retrieval workbench: a local page over the real engine (the `workbench` extra)."),
 }

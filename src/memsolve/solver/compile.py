@@ -269,6 +269,7 @@ class ModelInputs:
     age: np.ndarray  # (N,) in the model's units
     external: np.ndarray  # (N,)
     retention: Mapping[str, float] = field(default_factory=dict)
+    extra: np.ndarray | None = None  # (N, k, len(EXTRA)): the features after external, when the model reads them
 
 
 def compile_rows(
@@ -309,7 +310,8 @@ def compile_rows(
     if model is not None:
         from ..utility_model import features
 
-        x = features(model.similarity[rows], tokens, mask, model.age[rows], model.external[rows])
+        x = features(model.similarity[rows], tokens, mask, model.age[rows], model.external[rows],
+                     None if model.extra is None else model.extra[rows])
         p = model.model.probability(x)
         kept = np.array([model.retention.get(name, 1.0) for name in levels])
         modelled = missing & mask
