@@ -314,3 +314,15 @@ def _model_oracle(policy, records, eligible, query, now, mask):
                 utility[r, j] = max(utility[r, j], running)
                 running = utility[r, j]
     return utility
+
+
+def test_a_record_whose_only_matching_text_is_a_levels_is_eligible_with_a_model() -> None:
+    facts = [{"id": "turn", "timestamp": 1, "text": "yes we finally fixed it last night",
+              "representations": {"raw": {}, "summary": {"text": "the database timeout was fixed"}}}]
+    with_model = solve(model_policy(budget=10), facts, now=10, query=Q)
+    assert {s.id: s.level for s in with_model.selected} == {"turn": "summary"}
+    verdict = with_model.entry("turn").rules[-1]
+    assert verdict.passed and "a level's own text matches" in verdict.reason
+    body = "budget: {tokens: 10}\nfidelity: [raw, summary]\nutility: {from: relevance}\n"
+    without = solve(make_policy(body, rules=RULES), facts, now=10, query=Q)
+    assert [e.id for e in without.excluded] == ["turn"]  # the old rule reads the record's text only

@@ -308,7 +308,14 @@ def model_inputs(model: UtilityModel, columns: Any, levels: Sequence[str], query
     external = columns.memo(("external-score",), lambda: np.array(
         [0.0 if r.score is None else r.score for r in columns.records], dtype=np.float64))
     age = age_units(np.maximum(now - columns.timestamp, 0.0), time_kind)
-    similarity = index.similarity(query, scorer)
+    scored: dict[str, np.ndarray] = {}
+
+    def by(name: str) -> np.ndarray:  # each scorer once per query
+        if name not in scored:
+            scored[name] = index.similarity(query, name)
+        return scored[name]
+
+    similarity = by(scorer)
     extra = None
     if any(f in EXTRA for f in model.features):
         extra = np.zeros(similarity.shape + (len(EXTRA),))
@@ -320,5 +327,5 @@ def model_inputs(model: UtilityModel, columns: Any, levels: Sequence[str], query
                 best = np.append(similarity.max(axis=1), 0.0)  # row -1 reads the appended 0
                 extra[..., e] = np.maximum(best[before], best[after])[:, None]
             else:
-                extra[..., e] = index.similarity(query, name)
+                extra[..., e] = by(name)
     return ModelInputs(model, similarity, age, external, retention, extra)

@@ -347,11 +347,22 @@ def _relevance(ev: Evaluator, rule: RelevanceRule, cols: Columns) -> RuleMask:
     scored = index.score(query, ev.ctx.now, half_life, rule.recency_weight, rule.scorer)
     weight = number(rule.recency_weight)
     passed = scored.similarity > 0
+    by_level = None
+    if ev.policy.utility.model is not None:  # DESIGN §11: a level is scored on its own text, so it may match alone
+        from ..utility_model import LevelIndex
+
+        fidelity = ev.policy.fidelity
+        levels = cols.memo(("level-index", tuple(fidelity)), lambda: LevelIndex.of(cols.records, fidelity))
+        by_level = levels.similarity(query, "matched").max(axis=1) > 0
+        passed = passed | by_level
 
     def explain(row: int) -> Verdict:
         found = scored.at(row)
         evidence = {"query": query, "scorer": rule.scorer, "similarity": round(found.similarity, 12),
                     "recency": round(found.recency, 12), "recency_weight": weight, "score": found.value}
+        if found.similarity <= 0 and by_level is not None and by_level[row]:
+            return Verdict(rule.id, True, "a level's own text matches the query (the record's does not)", evidence,
+                           found.value)
         if found.similarity <= 0:
             return Verdict(rule.id, False, "shares no term with the query", evidence, found.value)
         reason = f"matches the query (similarity {found.similarity:.3f}, score {found.score:.3f})"
