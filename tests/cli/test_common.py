@@ -243,3 +243,32 @@ def test_bad_context_flags_are_one_line_exit_2(cli, flags: list[str]) -> None:
     for command in ([], ["audit", "--baseline", "audits/team-a.json"]):
         result = cli(*command, "--policy", "policies/team-a.yaml", *flags)
         assert result.exit_code == 2 and result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+
+
+def test_a_termination_turned_into_another_error_still_exits_143(capsys: pytest.CaptureFixture[str]) -> None:
+    """SIGTERM arriving while an extension module initialises: pybind11 raises ImportError from
+    it; the command still ends as terminated (143, one line), not with a traceback."""
+    from memsolve.cli import common
+
+    @common.guarded
+    def importing() -> None:
+        try:
+            common._on_sigterm(15, None)
+        except BaseException as exc:
+            raise ImportError("initialization failed") from exc
+
+    with pytest.raises(SystemExit) as exited:
+        importing()
+    assert exited.value.code == 143
+    assert capsys.readouterr().err == "error: terminated; nothing was written\n"
+
+
+def test_an_ordinary_error_is_not_taken_for_a_termination() -> None:
+    from memsolve.cli import common
+
+    @common.guarded
+    def broken() -> None:
+        raise ImportError("no such module")
+
+    with pytest.raises(ImportError):
+        broken()

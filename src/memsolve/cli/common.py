@@ -44,6 +44,18 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise _Terminated()
 
 
+def _caused_by_termination(error: BaseException) -> bool:
+    """Whether ``error`` was raised while a SIGTERM (_Terminated) was unwinding."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, _Terminated):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
 def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
     """Turn memsolve errors into one stderr line and an exit code; SIGINT/SIGTERM exit cleanly."""
 
@@ -59,6 +71,12 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
             click.echo("error: interrupted; nothing was written", err=True)
             sys.exit(130)
         except _Terminated:
+            click.echo("error: terminated; nothing was written", err=True)
+            sys.exit(143)
+        except Exception as error:
+            if not _caused_by_termination(error):
+                raise
+            # SIGTERM during an extension module's import: pybind11 (OR-Tools) turns it into an ImportError
             click.echo("error: terminated; nothing was written", err=True)
             sys.exit(143)
         finally:
