@@ -326,3 +326,10 @@ def test_a_record_whose_only_matching_text_is_a_levels_is_eligible_with_a_model(
     body = "budget: {tokens: 10}\nfidelity: [raw, summary]\nutility: {from: relevance}\n"
     without = solve(make_policy(body, rules=RULES), facts, now=10, query=Q)
     assert [e.id for e in without.excluded] == ["turn"]  # the old rule reads the record's text only
+
+
+def test_a_policy_with_a_model_scores_with_bm25_unless_it_names_a_scorer() -> None:
+    body = "utility: {from: relevance, model: default}\n"
+    assert make_policy(body, rules="- relevance: {}\n").rules[0].scorer == "bm25"
+    assert make_policy(body, rules="- relevance: {scorer: tfidf}\n").rules[0].scorer == "tfidf"
+    assert make_policy("utility: {from: relevance}\n", rules="- relevance: {}\n").rules[0].scorer == "tfidf"

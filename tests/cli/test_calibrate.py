@@ -96,3 +96,19 @@ def test_labelled_queries_read_their_records_relative_to_the_file() -> None:
     found = load_labelled(DATA / "alpha.labelled.yaml")
     assert len(found.queries) == 12 and len(found.records.records) == 48
     assert found.queries[0].relevant == ("alpha-database",)
+
+
+def test_a_record_that_covers_a_relevant_id_counts_for_it() -> None:
+    from memsolve.calibrate import LabelledQuery, LabelledSet, examples, recall
+
+    records = memsolve.load_records([
+        {"id": "t1", "timestamp": 1, "text": "yes, finally, last night"},
+        {"id": "fact", "timestamp": 1, "text": "the database timeout was fixed", "covers": ["t1"]},
+        {"id": "t2", "timestamp": 2, "text": "the database is slow again today, who knows why"},
+    ])
+    query = LabelledQuery("database timeout", ("t1",), now=5)
+    labelled = LabelledSet("inline", records, (query,), "-")
+    policy = memsolve.load_policy(POLICY)
+    assert recall(policy, labelled, "exact") == [1.0]  # 14 words: the fact (5) and t2 (10) do not both fit
+    x, y = examples(policy, labelled)
+    assert y.tolist() == [1.0, 0.0]  # the fact covers t1; t2 covers nothing (t1 shares no term: excluded)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -121,6 +122,9 @@ def _build(doc: Document, sha256: str) -> Policy:
     _check_unique_ids(doc, rules)
 
     utility = data.get("utility", {})
+    if utility.get("model") is not None:  # a policy with a utility model scores with bm25 unless it says otherwise
+        rules = tuple(replace(r, scorer="bm25") if isinstance(r, RelevanceRule) and "scorer" not in (r.config or {})
+                      else r for r in rules)
     for level in utility.get("retention", {}):
         if level not in fidelity:
             raise doc.error(
