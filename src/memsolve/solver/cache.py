@@ -15,11 +15,14 @@ Solved as one knapsack per cut point (:func:`solve_cuts`): for c = 0 … m, the 
 records are fixed at their previous levels and the rest is an ordinary instance that the
 registered exact engines solve (the kernel, with its reductions and certificate). A cut's
 knapsack does not forbid keeping p_c too; that only relaxes it (keeping more is never worth less,
-since the bonus grows with the prefix), so the best over cuts is the exact optimum. The cuts are
-tried from the longest prefix down; the first, unconstrained cut's optimum plus ``bonus[c]``
-bounds every cut c, and once that bound cannot beat the best found, the remaining cuts are closed
-by it; a Lagrangian bound (the capacity priced, :func:`lagrangian_bounds`) closes single cuts
-before they are solved. The certificate lists each cut as solved, pruned by a bound, or infeasible.
+since the bonus grows with the prefix), so the best over cuts is the exact optimum.
+
+The first, unconstrained cut's optimum plus ``bonus[c]`` bounds every cut c. The longest feasible
+cut is solved next, then the cuts between two solved ones by bisection: the knapsack part K_c
+never grows with c and the bonus never shrinks, so a cut between a and b is worth at most
+K_a + bonus[c] (and at most a Lagrangian bound, the capacity priced, :func:`lagrangian_bounds`),
+and when K_a = K_b none beats b. The certificate lists each cut as solved, pruned by such a
+bound, or infeasible.
 
 Two independent exact checks: :func:`flag_dp`, a dense DP over capacity with one intact/broken
 flag (the intact state is a single point, so the table is the plain DP's), and :func:`solve_cpsat_cache`
@@ -192,19 +195,47 @@ def solve_cuts(problem: CacheProblem, engine: str = "dp", *, time_limit_s: float
         return value > than.scaled or (value == than.scaled and c > than.intact)
 
     lagrangian = lagrangian_bounds(problem, scaled, bonus, top)
-    for c in range(top, 0, -1):
-        bound = min(unconstrained + int(bonus[c]), int(lagrangian[c]))
-        if proven and not beats(unconstrained + int(bonus[c]), c, best):  # and so every shorter cut
-            for rest in range(c, 0, -1):
-                cuts[rest] = Cut(rest, "pruned", min(unconstrained + int(bonus[rest]), int(lagrangian[rest])))
-            break
-        if proven and not beats(bound, c, best):
-            cuts[c] = Cut(c, "pruned", bound)
-            continue
+    knapsack = {0: unconstrained}  # the knapsack part K_c of each solved cut: non-increasing in c
+
+    def bounds(c: np.ndarray | range, k_above: int) -> np.ndarray:
+        """Upper bounds of cuts ``c`` whose knapsack part is at most ``k_above``."""
+        at = np.asarray(c, dtype=np.int64)
+        return np.minimum(k_above + bonus[at], lagrangian[at])
+
+    def settle(c: int) -> None:
+        nonlocal best
         cut = cuts[c] = solve(c)
         assert cut.scaled is not None
+        knapsack[c] = cut.scaled - int(bonus[c])
         if beats(cut.scaled, c, best):
             best = cut
+
+    if top > 0 and (not proven or beats(unconstrained + int(bonus[top]), top, best)):
+        settle(top)  # else no cut beats the first: K_c + bonus[c] <= K_0 + bonus[top] for every c
+    # Divide and conquer over the cuts between two solved ones: K is non-increasing and the bonus
+    # non-decreasing, so a cut strictly between a and b is worth at most K_a + bonus[c]; when
+    # K_a = K_b every one of them is worth at most cut b (which wins ties, being longer).
+    pending = [(0, top)] if top in knapsack else []
+    while pending:
+        a, b = pending.pop()
+        inner = range(a + 1, b)
+        if not inner:
+            continue
+        ceiling = bounds(inner, knapsack[a]).tolist()
+        open_ = [c for c, v in zip(inner, ceiling, strict=True) if not proven or beats(int(v), c, best)]
+        if knapsack[a] == knapsack[b] and proven:
+            open_ = []
+        for c, v in zip(inner, ceiling, strict=True):
+            if c not in open_:
+                cuts[c] = Cut(c, "pruned", int(v))
+        if not open_:
+            continue
+        mid = open_[len(open_) // 2]
+        settle(mid)
+        pending += [(a, mid), (mid, b)]  # the longer half first: its bonus is higher
+    if top > 0 and top not in knapsack:  # the longest cut could not beat the first: neither can any other
+        for c in range(1, top):
+            cuts[c] = Cut(c, "pruned", int(bounds([c], unconstrained)[0]))
     for c in range(top + 1, problem.m + 1):
         cuts[c] = Cut(c, "infeasible")
 
@@ -230,7 +261,8 @@ def _without(problem: CacheProblem, cuts: dict[int, Cut], best: Cut, bonus: np.n
              solve: Callable[[int], Cut]) -> Cut | None:
     """The best cut that keeps the first changed record as well (a cut above the optimum's): what
     the change was weighed against. Cuts pruned while finding the optimum are solved here unless
-    their bound (the first such cut's knapsack plus their bonus) cannot beat the best of them."""
+    their bound (the least of their own and the first such cut's knapsack plus their bonus) cannot
+    beat the best of them."""
     above = [c for c in range(best.intact + 1, problem.m + 1) if cuts[c].outcome != "infeasible"]
     if not above:
         return None
@@ -240,7 +272,9 @@ def _without(problem: CacheProblem, cuts: dict[int, Cut], best: Cut, bonus: np.n
     assert runner.scaled is not None
     ceiling = runner.scaled - int(bonus[above[0]])  # fixing more records never helps the knapsack part
     for c in reversed(above[1:]):
-        if cuts[c].outcome == "pruned" and ceiling + int(bonus[c]) > runner.scaled:
+        pruned = cuts[c]
+        if pruned.outcome == "pruned" and pruned.scaled is not None and min(ceiling + int(bonus[c]),
+                                                                            pruned.scaled) > runner.scaled:
             cuts[c] = solve(c)
         cut = cuts[c]
         if cut.outcome == "solved" and cut.scaled is not None and cut.scaled > runner.scaled:
