@@ -92,6 +92,15 @@ def test_cuts_and_flag_dp_match_exhaustive_search(problem):
             assert cut.scaled is not None and cut.scaled <= expected
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems(max_n=14, max_k=2))
+def test_cuts_match_the_flag_dp_on_longer_previous_prompts(problem):
+    # beyond exhaustive search: the bisection and its bounds over up to 15 cut points
+    found = solve_cuts(problem)
+    assert found.solution.scaled_objective == flag_dp(problem)
+    assert problem.intact(found.solution.choice) == found.intact
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problems(max_n=4))
 def test_cpsat_model_matches_exhaustive_search(problem):
