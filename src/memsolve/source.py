@@ -412,20 +412,40 @@ def _fast_loads(text: str) -> Any:
     has as many `":` as orjson's own serialisation of what it kept exactly when no key was
     dropped. Anything else goes to the exact parser, which gives the same value or the same
     error as before (tests/test_source.py)."""
-    if "\\u0022" in text or _SPACED_KEY.search(text) or _LONG_DIGITS.search(text):
+    if "\\u0022" in text or _SPACED_KEY.search(text):
         return _UNSURE
     try:
         data = orjson.loads(text)
         written = orjson.dumps(data)
     except (orjson.JSONDecodeError, orjson.JSONEncodeError):  # the encoder's: nesting past its limit
         return _UNSURE
-    return data if text.count('":') == written.count(b'":') else _UNSURE
+    if text.count('":') != written.count(b'":'):
+        return _UNSURE
+    # an integer read as a float is at least 2**63, which orjson writes with an exponent: only
+    # then is the text searched for a long run of digits (a slow search, rarely needed)
+    if b"e+" in written and _LONG_DIGITS.search(text):
+        return _UNSURE
+    return data
 
 
 def _parse_json(text: str, file: str, line_offset: int = 0, depth: int = 0) -> Document:
     # depth: how far down the document this text's value sits (a JSON Lines record: 1)
+    data = _json_value(text, file, line_offset, depth)
+
+    def locator(path: PathT, key: bool) -> tuple[int, int] | None:
+        offset = _json_offset(text, path, key)
+        if offset is None:
+            return None
+        line, column = _line_col(text, offset)
+        return line + line_offset, column
+
+    return Document(file, text, data, "json", locator)
+
+
+def _json_value(text: str, file: str, line_offset: int, depth: int) -> Any:
+    """The value of a JSON text, or the InputError that says where it is wrong."""
     try:
-        data = _json_loads(text)
+        return _json_loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", Location(file, exc.lineno + line_offset, exc.colno)) from None
     except _DuplicateKey as dup:
@@ -445,21 +465,12 @@ def _parse_json(text: str, file: str, line_offset: int = 0, depth: int = 0) -> D
         line, column = _line_col(text, found[1])
         raise InputError(_too_many_digits(found[0]), Location(file, line + line_offset, column)) from None
 
-    def locator(path: PathT, key: bool) -> tuple[int, int] | None:
-        offset = _json_offset(text, path, key)
-        if offset is None:
-            return None
-        line, column = _line_col(text, offset)
-        return line + line_offset, column
-
-    return Document(file, text, data, "json", locator)
-
 
 def _parse_jsonl(text: str, file: str) -> Document:
     # line by line: joining lines into one array would accept a value split across two lines
     # split at \n only: splitlines() also splits at U+2028, U+0085..., which JSON strings may hold
     line_of = [(number, line) for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
-    records = [_parse_json(line, file, line_offset=number - 1, depth=1).data for number, line in line_of]
+    records = [_json_value(line, file, number - 1, 1) for number, line in line_of]
 
     def locator(path: PathT, key: bool) -> tuple[int, int] | None:
         if not path:
