@@ -168,7 +168,11 @@ def _laid_over(compiled: Compiled, previous: PromptOrder | None) -> tuple[np.nda
     """Row, level column and tokens of each previous record; row or level -1 where it cannot be
     kept as it was (not eligible now, the level not offered, its text or size changed)."""
     placed = () if previous is None else previous.placed
-    row_of = {record.id: row for row, record in enumerate(compiled.records)} if placed else {}
+    wanted = {p.id for p in placed}
+    row_of = {}
+    if wanted:  # only the previous records' rows (one pass over the ids, no Record tuple built)
+        source = compiled.source
+        row_of = {rid: row for row, i in enumerate(compiled.rows.tolist()) if (rid := source[i].id) in wanted}
     column = {name: j for j, name in enumerate(compiled.levels)}
     rows, levels = np.full(len(placed), -1, dtype=np.int64), np.full(len(placed), -1, dtype=np.int64)
     tokens = np.array([p.tokens for p in placed], dtype=np.int64)
@@ -312,14 +316,11 @@ def ordered(result: Any, previous: PromptOrder | None, settings: CacheSettings |
     if settings is None:  # ordering only: the order in the API and the MCP answer, the JSON as it was
         return replace(result, order=order)
     why: dict[str, str] = {}
-    if previous is not None:
-        compiled = allocations.compiled
-        row_of = {record.id: row for row, record in enumerate(compiled.records)}
+    if previous is not None and solved is not None:
         chosen = {c.id for c in result.selected}
-        for p in previous.placed:
+        for p, row in zip(previous.placed, solved.problem.rows.tolist(), strict=True):
             if p.id not in chosen:
-                row = row_of.get(p.id)
-                why[p.id] = ("not eligible now (excluded by a rule, invalid or removed)" if row is None
+                why[p.id] = ("not eligible now (excluded by a rule, invalid or removed)" if row < 0
                              else allocations.drop_reason(row))
     traced = trace(result.selected, order, previous, settings, why,
                    None if solved is None else solved.found, None if solved is None else solved.problem)

@@ -151,10 +151,15 @@ def lagrangian_bounds(problem: CacheProblem, scaled: Scaled, bonus: np.ndarray, 
     usable = scaled.usable
     values, tokens = scaled.values.astype(np.float64), inst.tokens.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        efficiency = (values / tokens)[usable & (inst.tokens > 0)]
-    grid = np.unique(np.concatenate([[0.0], np.quantile(efficiency, np.linspace(0, 1, 17)) if efficiency.size else []]))
-    net = np.where(usable[:, :, None], values[:, :, None] - tokens[:, :, None] * grid[None, None, :], 0.0)
-    best = np.maximum(net.max(axis=1), 0.0) if inst.k else np.zeros((inst.n, grid.size))  # (n, G)
+        efficiency = np.sort((values / tokens)[usable & (inst.tokens > 0)])
+    picks = np.linspace(0, efficiency.size - 1, 9).astype(np.int64) if efficiency.size else np.zeros(0, np.int64)
+    grid = np.unique(np.concatenate([[0.0], efficiency[picks]]))
+    if inst.k == 1:  # the common case: one level, no maximum over levels
+        best = np.where(usable, values - tokens * grid[None, :], 0.0)
+    else:
+        net = np.where(usable[:, :, None], values[:, :, None] - tokens[:, :, None] * grid[None, None, :], 0.0)
+        best = net.max(axis=1) if inst.k else np.zeros((inst.n, grid.size))
+    best = np.maximum(best, 0.0)  # (n, G)
     rows, levels = problem.rows[:top], problem.levels[:top]
     fixed = (values[rows, levels][:, None] - tokens[rows, levels][:, None] * grid[None, :]) - best[rows]
     bound = grid * inst.budget + best.sum(axis=0) + np.vstack([np.zeros((1, grid.size)), np.cumsum(fixed, axis=0)])
