@@ -298,12 +298,23 @@ def age_units(age: np.ndarray, time_kind: str) -> np.ndarray:
     return age / HOUR if time_kind == "rfc3339" else age
 
 
-def model_inputs(model: UtilityModel, columns: Any, levels: Sequence[str], query: str, scorer: str, now: float,
-                 time_kind: str, retention: Mapping[str, float]) -> Any:
-    """The :class:`~memsolve.solver.compile.ModelInputs` of every row of ``columns`` for one query:
-    the level index and the external scores are built once per record set (kept between turns)."""
-    from .solver.compile import ModelInputs
+@dataclass(frozen=True, eq=False)
+class ModelInputs:
+    """What the utility model reads about every row of the table (DESIGN §11): each level's
+    similarity to the query on its own text, each record's age and external score."""
 
+    model: UtilityModel
+    similarity: np.ndarray  # (N, k)
+    age: np.ndarray  # (N,) in the model's units
+    external: np.ndarray  # (N,)
+    retention: Mapping[str, float] = field(default_factory=dict)
+    extra: np.ndarray | None = None  # (N, k, len(EXTRA)): the features after external, when the model reads them
+
+
+def model_inputs(model: UtilityModel, columns: Any, levels: Sequence[str], query: str, scorer: str, now: float,
+                 time_kind: str, retention: Mapping[str, float]) -> ModelInputs:
+    """The :class:`ModelInputs` of every row of ``columns`` for one query: the level index and
+    the external scores are built once per record set (kept between turns)."""
     index = columns.memo(("level-index", tuple(levels)), lambda: LevelIndex.of(columns.records, levels))
     external = columns.memo(("external-score",), lambda: np.array(
         [0.0 if r.score is None else r.score for r in columns.records], dtype=np.float64))

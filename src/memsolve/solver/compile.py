@@ -29,7 +29,7 @@ from .instance import MAX_SCALE, Instance, Solution
 from .reduce import Reduction
 
 if TYPE_CHECKING:  # the model module is imported only by policies that use one
-    from ..utility_model import Modelled, UtilityModel
+    from ..utility_model import ModelInputs, Modelled
 
 
 @dataclass(frozen=True)
@@ -257,19 +257,6 @@ def _drop_reason(
         return (f"worth {best:.3g}, below the solver's resolution of {0.5 / scale:.3g} at this instance's "
                 "scale (see README, Numbers)")
     return "not worth its tokens within the budget"
-
-
-@dataclass(frozen=True, eq=False)
-class ModelInputs:
-    """What the utility model reads about every row of the table (DESIGN §11): each level's
-    similarity to the query on its own text, each record's age and external score."""
-
-    model: UtilityModel
-    similarity: np.ndarray  # (N, k)
-    age: np.ndarray  # (N,) in the model's units
-    external: np.ndarray  # (N,)
-    retention: Mapping[str, float] = field(default_factory=dict)
-    extra: np.ndarray | None = None  # (N, k, len(EXTRA)): the features after external, when the model reads them
 
 
 def compile_rows(
