@@ -252,3 +252,17 @@ def test_covers_and_an_external_score_are_read() -> None:
 def test_an_external_score_outside_0_1_is_one_located_error() -> None:
     rs = memsolve.load_records([rec("f", score=1.5)])
     assert "score" in str(rs.invalid[0].error)
+
+
+def test_record_of_equals_the_dataclass_constructor() -> None:
+    """Record.of (the loader's fast constructor) builds what Record(...) builds: equal, hashable
+    alike, defaults for the fields not given, and dataclasses.replace works on it."""
+    from dataclasses import replace
+
+    from memsolve.records import Level, Record
+
+    fields = dict(id="a", position=3, timestamp=1.5, levels=(Level("raw", 2, 1.0, "x"),), tenant="t", key="k")
+    fast, slow = Record.of(**fields), Record(**fields)
+    assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
+    assert fast.store is None and fast.covers == () and fast.time_kind == "number"
+    assert replace(fast, position=4) == replace(slow, position=4)
