@@ -382,6 +382,7 @@ def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...]) -> R
 _FIELDS = frozenset(("id", "tenant", "store", "session", "key", "timestamp", "ttl", "authority", "version",
                      "document", "text", "tokens", "decision_value", "utility", "representations", "metadata",
                      "covers", "score"))
+_LEVEL_FIELDS = frozenset(("tokens", "utility", "text"))
 _STRINGS = ("tenant", "store", "session", "key", "version", "document", "text")
 
 
@@ -435,7 +436,7 @@ def looks_valid(item: Any) -> bool:
         if not isinstance(reps, dict) or not reps or DELETE in reps:
             return False
         for level in reps.values():
-            if not isinstance(level, dict) or not {"tokens", "utility", "text"}.issuperset(level):
+            if not isinstance(level, dict) or not _LEVEL_FIELDS.issuperset(level):
                 return False
             if "tokens" in level and not _count(level["tokens"]):
                 return False
