@@ -20,13 +20,15 @@ Variants, each replayed over the same turns:
   every question asked in that session.
 
 Per variant: mean recall; prefix hit rate (memory tokens read from the cache / memory tokens sent,
-turns after a conversation's first); records switched per turn (entered or left); modelled input
-dollars of the memories per 1,000 turns for Anthropic (5-minute) and OpenAI pricing (the same
-prompts priced by :func:`memsolve.cache.dollars`; the fixed prefix counts toward the provider's
-minimum and blocks, its own cost, the same in every variant, is left out); the median
-milliseconds per turn (a frozen turn after the first costs nothing). The operating point is the largest V whose
-recall is within 0.02 of plain; the plot shows recall against Anthropic dollars for the V sweep
-and for frozen-per-session over budgets.
+turns after a conversation's first); kept (memory tokens of records kept unchanged from the
+previous turn, wherever they stand / memory tokens sent: what a perfect order could reuse);
+records switched per turn (entered or left); modelled input dollars of the memories per 1,000
+turns for Anthropic (5-minute) and OpenAI pricing (the same prompts priced by
+:func:`memsolve.cache.dollars`; the fixed prefix counts toward the provider's minimum and blocks,
+its own cost, the same in every variant, is left out); the median milliseconds per turn (a frozen
+turn after the first costs nothing). The operating point is the largest V whose recall is within
+0.02 of plain; the plot shows recall against Anthropic dollars for the V sweep and for frozen-per-
+session over budgets.
 """
 
 from __future__ import annotations
@@ -99,7 +101,8 @@ class Tally:
 
     recall: list[float] = field(default_factory=list)
     sent: list[int] = field(default_factory=list)  # memory tokens sent
-    intact: list[int] = field(default_factory=list)  # memory tokens in the intact prefix (None: cold)
+    intact: list[int] = field(default_factory=list)  # memory tokens in the intact prefix
+    kept: list[int] = field(default_factory=list)  # memory tokens of records kept unchanged, anywhere
     warm: list[bool] = field(default_factory=list)
     switches: list[int] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
@@ -114,6 +117,8 @@ class Tally:
             while head < min(len(prompt), len(previous)) and prompt[head] == previous[head]:
                 head += 1
         self.intact.append(sum(p.tokens for p in prompt[:head]))
+        before = set() if previous is None else set(previous)
+        self.kept.append(sum(p.tokens for p in prompt if p in before))
         self.warm.append(previous is not None)
         self.switches.append(0 if previous is None else len(ids ^ {p.id for p in previous}))
         self.seconds.append(seconds)
@@ -135,6 +140,7 @@ class Tally:
             "variant": name,
             "recall": statistics.fmean(self.recall),
             "hit": sum(i for i, _ in warm) / max(1, sum(s for _, s in warm)),
+            "kept": sum(k for k, w in zip(self.kept, self.warm, strict=True) if w) / max(1, sum(s for _, s in warm)),
             "tokens": statistics.fmean(self.sent),
             "switches": statistics.fmean(self.switches),
             "anthropic": self.dollars_per_1000(CacheSettings("anthropic-5m", input_price, 0.0,
@@ -240,11 +246,11 @@ def main() -> int:
         frozen.append(row)
 
     base, ordered = rows[0], rows[1]
-    print("\n| variant | recall | prefix hit | tokens/turn | switches/turn | $/1k turns Anthropic 5m | "
-          "$/1k turns OpenAI | ms/turn |\n|---|---|---|---|---|---|---|---|")
+    print("\n| variant | recall | prefix hit | kept | tokens/turn | switches/turn | $/1k turns Anthropic 5m | "
+          "$/1k turns OpenAI | ms/turn |\n|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['variant']} | {r['recall']:.3f} | {r['hit']:.1%} | {r['tokens']:.0f} | {r['switches']:.2f} | "
-              f"{r['anthropic']:.3f} | {r['openai']:.3f} | {r['ms']:.1f} |")
+        print(f"| {r['variant']} | {r['recall']:.3f} | {r['hit']:.1%} | {r['kept']:.1%} | {r['tokens']:.0f} | "
+              f"{r['switches']:.2f} | {r['anthropic']:.3f} | {r['openai']:.3f} | {r['ms']:.1f} |")
     near = [(v, r) for v, r in sweep if r["recall"] >= base["recall"] - 0.02]
     if near:
         value, best = max(near, key=lambda vr: vr[0])
