@@ -244,8 +244,9 @@ class Outcomes:
 
     def dropped(self) -> Iterator[Dropped]:
         compiled = self.prep.compiled
-        for row in np.flatnonzero(self.allocations.choice < 0).tolist():
-            yield Dropped(compiled.record(row).id, self.allocations.drop_reason(row))
+        rows = np.flatnonzero(self.allocations.choice < 0)
+        for row, reason in zip(rows.tolist(), self.allocations.drop_reasons(rows), strict=True):
+            yield Dropped(compiled.record(row).id, reason)
 
     def excluded(self) -> Iterator[Excluded]:
         for position, item, row in self._walk(eligible=False):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from ..conftest import make_policy, solve
 
 
@@ -51,3 +54,45 @@ def test_utilities_at_the_documented_maximum_solve_and_above_it_are_refused() ->
               now=0)
     with pytest.raises(memsolve.InputError, match="utilities must be finite, >= 0 and <= 1e"):
         memsolve.solve_arrays([[1]], [[1e300]], 5)
+
+
+def _reason_oracle(inst, row: int, full: bool, scale: float) -> str:
+    """The drop reason as it was computed record by record before it was vectorised."""
+    from memsolve.policies.verdicts import number
+
+    tokens, mask = inst.tokens[row].tolist(), inst.mask[row].tolist()
+    net = [u - inst.price * t for u, t in zip(inst.utility[row].tolist(), tokens, strict=True)]
+    fits = [m and t <= inst.budget for t, m in zip(tokens, mask, strict=True)]
+    if not any(mask):
+        return "no representation offered"
+    if not any(fits):
+        return f"no level fits the budget of {inst.budget} tokens"
+    best = max(v for f, v in zip(fits, net, strict=True) if f)
+    if best <= 0:
+        return f"no level is worth its price ({number(inst.price)} per token)"
+    if full:
+        return f"not among the best {inst.max_records} records (count limit)"
+    if best * scale <= 0.5:
+        return (f"worth {best:.3g}, below the solver's resolution of {0.5 / scale:.3g} at this instance's "
+                "scale (see README, Numbers)")
+    return "not worth its tokens within the budget"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 6), st.integers(0, 3), st.integers(0, 10), st.sampled_from([0.0, 0.25, 1.0]),
+       st.booleans(), st.sampled_from([1e6, 10.0]), st.randoms(use_true_random=False))
+def test_drop_reasons_over_rows_are_the_per_record_reasons(n, k, budget, price, full, scale, rng) -> None:
+    import numpy as np
+
+    from memsolve.solver.compile import Allocations
+    from memsolve.solver.instance import Instance
+
+    tokens = np.array([[rng.randint(0, 12) for _ in range(k)] for _ in range(n)], dtype=np.int64).reshape(n, k)
+    utility = np.array([[rng.choice([0.0, 1e-9, 0.3, 2.0, 7.5]) for _ in range(k)] for _ in range(n)]).reshape(n, k)
+    mask = np.array([[rng.random() < 0.7 for _ in range(k)] for _ in range(n)], dtype=bool).reshape(n, k)
+    inst = Instance(tokens, utility, mask, budget, price, 2)
+    compiled = type("Compiled", (), {"instance": inst})()
+    allocations = Allocations(compiled, np.full(n, -1), None, full, scale)  # type: ignore[arg-type]
+    rows = np.arange(n)
+    assert allocations.drop_reasons(rows) == [_reason_oracle(inst, row, full, scale) for row in range(n)]
+    assert allocations.drop_reason(n - 1) == _reason_oracle(inst, n - 1, full, scale)

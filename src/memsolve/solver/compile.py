@@ -209,10 +209,32 @@ class Allocations(Sequence[Allocation]):
 
     def drop_reason(self, row: int) -> str:
         """Why a deleted row was left out."""
+        return self.drop_reasons(np.array([row]))[0]
+
+    def drop_reasons(self, rows: np.ndarray) -> list[str]:
+        """Why each of these deleted rows was left out: the first that applies of no level
+        offered, none fits the budget, none is worth its price, the count limit, a value below
+        the solver's resolution, and not worth its tokens within the budget (array operations
+        over the rows; only the resolution case words a number of its own)."""
         inst = self.compiled.instance
-        tokens, utility = inst.tokens[row].tolist(), inst.utility[row].tolist()
-        net = [u - inst.price * t for u, t in zip(utility, tokens, strict=True)]
-        return _drop_reason(inst, tokens, inst.mask[row].tolist(), net, self.full, self.scale)
+        if inst.k == 0 or not len(rows):
+            return ["no representation offered"] * len(rows)
+        mask, tokens = inst.mask[rows], inst.tokens[rows]
+        fits = mask & (tokens <= inst.budget)
+        best = np.where(fits, inst.utility[rows] - inst.price * tokens, -np.inf).max(axis=1)
+        worth_nothing = f"no level is worth its price ({number(inst.price)} per token)"
+        out = np.full(len(rows), "not worth its tokens within the budget", dtype=object)
+        tiny = best * self.scale <= 0.5  # rounds to a scaled value of 0: worth nothing to the exact engines
+        for i, value in zip(np.flatnonzero(tiny).tolist(), best[tiny].tolist(), strict=True):
+            out[i] = (f"worth {value:.3g}, below the solver's resolution of {0.5 / self.scale:.3g} at this "
+                      "instance's scale (see README, Numbers)")
+        if self.full:
+            out[:] = f"not among the best {inst.max_records} records (count limit)"
+        # the earlier cases override the later ones: written last
+        out[best <= 0] = worth_nothing
+        out[~fits.any(axis=1)] = f"no level fits the budget of {inst.budget} tokens"
+        out[~mask.any(axis=1)] = "no representation offered"
+        return out.tolist()
 
     def _build(self, row: int) -> Allocation:
         compiled, inst = self.compiled, self.compiled.instance
@@ -238,25 +260,6 @@ def level_text(record: Record, level: str) -> str | None:
         if offered.name == level:
             return offered.text if offered.text is not None else record.text
     return None
-
-
-def _drop_reason(
-    inst: Instance, tokens: list[int], mask: list[bool], net: list[float], full: bool, scale: float
-) -> str:
-    fits = [m and t <= inst.budget for t, m in zip(tokens, mask, strict=True)]
-    if not any(mask):
-        return "no representation offered"
-    if not any(fits):
-        return f"no level fits the budget of {inst.budget} tokens"
-    best = max(v for f, v in zip(fits, net, strict=True) if f)
-    if best <= 0:
-        return f"no level is worth its price ({number(inst.price)} per token)"
-    if full:
-        return f"not among the best {inst.max_records} records (count limit)"
-    if best * scale <= 0.5:  # rounds to a scaled value of 0: worth nothing to the exact engines
-        return (f"worth {best:.3g}, below the solver's resolution of {0.5 / scale:.3g} at this instance's "
-                "scale (see README, Numbers)")
-    return "not worth its tokens within the budget"
 
 
 def compile_rows(
