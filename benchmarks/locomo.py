@@ -14,7 +14,8 @@ selection holds, averaged over questions.
 Rows: greedy on raw turns (memsolve's own greedy, by relevance); exact with the old utility
 exp((s − s_best)/T); exact with the built-in default model; exact calibrated (a model fitted by
 ``memsolve.calibrate`` on the other conversations: cross-validated by conversation); the same
-with observation levels. ``--fit-default`` fits on every conversation and prints the
+with observation levels; and with each observation fact a record of its own that ``covers``
+the turns it cites (greedy and exact calibrated). ``--fit-default`` fits on every conversation and prints the
 coefficients of :data:`memsolve.utility_model.DEFAULT_MODEL`.
 """
 
@@ -60,8 +61,10 @@ def rfc3339(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def conversation(path: Path, levels: bool) -> LabelledSet:
-    """One LoCoMo file as records and labelled queries."""
+def conversation(path: Path, levels: bool, facts_as_records: bool = False) -> LabelledSet:
+    """One LoCoMo file as records and labelled queries; ``levels``: observation facts as a
+    summary level of the turns they cite; ``facts_as_records``: each fact a record of its own
+    that ``covers`` the turns it cites (dated at its session)."""
     data = json.loads(path.read_text("utf-8"))
     sessions = sorted(int(k.split("_")[1]) for k in data if k.startswith("session_") and k.count("_") == 1)
     facts: dict[str, list[str]] = {}
@@ -83,6 +86,11 @@ def conversation(path: Path, levels: bool) -> LabelledSet:
                 summary = " ".join(facts[turn["dia_id"]])
                 record["representations"] = {"raw": {"text": text}, "summary": {"text": summary}}
             records.append(record)
+        if facts_as_records:
+            observed = (data.get(f"session_{n}_observation") or {}).values()
+            for i, (text, cites) in enumerate(fact for per_speaker in observed for fact in per_speaker):
+                records.append({"id": f"F{n}:{i}", "timestamp": rfc3339(start), "session": f"session_{n}",
+                                "text": text, "covers": [cites] if isinstance(cites, str) else list(cites)})
     assert last is not None
     now = rfc3339(last + timedelta(days=1))
     queries = tuple(LabelledQuery(q["question"], tuple(q["evidence"]), now) for q in data["qa"]
@@ -144,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({**model.to_dict(), "examples": count, "positives": positives}, indent=1))
         return 0
     leveled = [conversation(f, levels=True) for f in files]
+    facts = [conversation(f, levels=False, facts_as_records=True) for f in files]
     questions = sum(len(s.queries) for s in raw)
     print(f"LoCoMo: {len(files)} conversations, {questions} answerable questions; recall of evidence turns")
     print(f"{'budget':>6}  {'configuration':<44} {'recall':>7}  {'ms/question':>11}")
@@ -159,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(("exact, default model, observation levels",
                      *timed_recall(policy(budget, model="default"), leveled, "exact")))
         rows.append(("exact, calibrated, observation levels (cv)", cross_validated(policy(budget), leveled, "exact"),
+                     None))
+        rows.append(("greedy, facts as records (covers), bm25", *timed_recall(policy(budget), facts, "greedy")))
+        rows.append(("exact, calibrated, facts as records (cv)", cross_validated(policy(budget), facts, "exact"),
                      None))
         for name, r, ms in rows:
             shown = "" if ms is None else f"{ms:.1f}"
