@@ -333,3 +333,9 @@ def test_a_policy_with_a_model_scores_with_bm25_unless_it_names_a_scorer() -> No
     assert make_policy(body, rules="- relevance: {}\n").rules[0].scorer == "bm25"
     assert make_policy(body, rules="- relevance: {scorer: tfidf}\n").rules[0].scorer == "tfidf"
     assert make_policy("utility: {from: relevance}\n", rules="- relevance: {}\n").rules[0].scorer == "tfidf"
+
+
+def test_a_model_without_from_relevance_is_located() -> None:
+    with pytest.raises(memsolve.InputError, match="add `from: relevance`") as info:
+        make_policy("utility: {model: default}\n", rules=RULES)
+    assert info.value.location.line is not None

@@ -154,7 +154,7 @@ def _build(doc: Document, sha256: str) -> Policy:
             utility.get("from"),
             float(utility.get("temperature", 0.05)),
             dict(utility.get("retention", {})),
-            _utility_model(doc, utility.get("model")),
+            _utility_model(doc, utility),
         ),
         token_counter=data.get("tokens", {}).get("counter", "words"),
         pricing=Pricing(**{k: float(v) for k, v in data.get("pricing", {}).items()}),
@@ -169,10 +169,14 @@ def _build(doc: Document, sha256: str) -> Policy:
     )
 
 
-def _utility_model(doc: Document, config: Any) -> Any:
+def _utility_model(doc: Document, utility: Mapping[str, Any]) -> Any:
     """The ``utility.model`` block as a UtilityModel (imported here: only policies with one pay for it)."""
+    config = utility.get("model")
     if config is None:
         return None
+    if utility.get("from") != "relevance":
+        raise doc.error(("utility", "model"), "a utility model derives utilities from relevance: add `from: relevance`",
+                        key=True)
     from ..utility_model import model_from_config
 
     if isinstance(config, dict) and len(config["coef"]) != len(config["features"]):
