@@ -236,11 +236,13 @@ class Outcomes:
     def selected(self) -> Iterator[Chosen]:
         compiled, choice = self.prep.compiled, self.allocations.choice
         inst, levels = compiled.instance, compiled.levels
-        for row in np.flatnonzero(choice >= 0).tolist():
-            j = int(choice[row])
-            record = compiled.record(row)
-            yield Chosen(record.id, levels[j], int(inst.tokens[row, j]), float(inst.utility[row, j]),
-                         level_text(record, levels[j]))
+        rows = np.flatnonzero(choice >= 0)
+        at = choice[rows]
+        source = compiled.rows[rows].tolist()  # each row's record, among the compiled records' source
+        for i, j, tokens, utility in zip(source, at.tolist(), inst.tokens[rows, at].tolist(),
+                                         inst.utility[rows, at].tolist(), strict=True):
+            record = compiled.source[i]
+            yield Chosen(record.id, levels[j], tokens, utility, level_text(record, levels[j]))
 
     def dropped(self) -> Iterator[Dropped]:
         compiled = self.prep.compiled

@@ -89,7 +89,7 @@ def dumps_by_line(data: Mapping[str, Any]) -> str:
         comma = "," if index < len(items) - 1 else ""
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             lines.append(f"  {_compact(key)}: [")
-            lines.extend(f"    {_compact(v)}{',' if i < len(value) - 1 else ''}" for i, v in enumerate(value))
+            lines.append("    " + ",\n    ".join(map(_compact, value)))
             lines.append(f"  ]{comma}")
         else:
             lines.append(f"  {_compact(key)}: {_compact(value)}{comma}")
