@@ -95,4 +95,4 @@ def test_drop_reasons_over_rows_are_the_per_record_reasons(n, k, budget, price, 
     allocations = Allocations(compiled, np.full(n, -1), None, full, scale)  # type: ignore[arg-type]
     rows = np.arange(n)
     assert allocations.drop_reasons(rows) == [_reason_oracle(inst, row, full, scale) for row in range(n)]
-    assert allocations.drop_reason(n - 1) == _reason_oracle(inst, n - 1, full, scale)
+    assert [allocations.drop_reason(row) for row in rows] == [_reason_oracle(inst, row, full, scale) for row in rows]

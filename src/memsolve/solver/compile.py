@@ -191,6 +191,7 @@ class Allocations(Sequence[Allocation]):
     full: bool  # the count limit is reached
     scale: float
     _built: dict[int, Allocation] = field(default_factory=dict, repr=False)
+    _reasons: dict[int, str] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
         return len(self.choice)
@@ -208,8 +209,11 @@ class Allocations(Sequence[Allocation]):
         return (self[row] for row in range(len(self)))
 
     def drop_reason(self, row: int) -> str:
-        """Why a deleted row was left out."""
-        return self.drop_reasons(np.array([row]))[0]
+        """Why a deleted row was left out (worded for every deleted row at once, on first use)."""
+        if not self._reasons:
+            dropped = np.flatnonzero(self.choice < 0)
+            self._reasons.update(zip(dropped.tolist(), self.drop_reasons(dropped), strict=True))
+        return self._reasons[row]
 
     def drop_reasons(self, rows: np.ndarray) -> list[str]:
         """Why each of these deleted rows was left out: the first that applies of no level
