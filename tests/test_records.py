@@ -177,7 +177,9 @@ def test_action_values_must_match_in_length() -> None:
 _values = st.one_of(st.none(), st.booleans(), st.integers(-3, 10**13), st.floats(allow_nan=True, allow_infinity=True),
                     st.text(max_size=4), st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3),
                                                                                            st.integers(), max_size=2))
-_levels = st.dictionaries(st.sampled_from(["tokens", "utility", "text", "extra"]), _values, max_size=3)
+_levels = st.dictionaries(st.sampled_from(["tokens", "utility", "text", "covers", "extra"]),
+                          st.one_of(_values, st.lists(st.one_of(st.text(max_size=2), st.integers()), max_size=2)),
+                          max_size=3)
 
 
 @settings(max_examples=2000, deadline=None)

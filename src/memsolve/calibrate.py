@@ -3,7 +3,7 @@
 A labelled file (``kind: LabelledQueries``, schemas/labelled.schema.json) names a records file
 and, per query, the record ids that hold what it needs. Every eligible level of every labelled
 query is one example: its features (:mod:`memsolve.utility_model`) and whether it covers a
-relevant id (its record is one, or the record's ``covers`` names one). :func:`calibrate` fits the
+relevant id (its record is one, or the record's or the level's ``covers`` names one). :func:`calibrate` fits the
 logistic regression on all of them and reports recall@budget (the share of a query's relevant
 ids the selection covers, averaged over queries) for the exact engine and greedy, with the
 policy as given and with the fitted model, on the labelled set and on held-out files (k-fold
@@ -89,8 +89,13 @@ def check_policy(policy: Policy) -> None:
                          policy.locate("rules"))
 
 
-def covered(record: Any) -> set[str]:
-    return {record.id, *record.covers}
+def covered(record: Any, level: str | None = None) -> set[str]:
+    """The ids a record at ``level`` holds: its own, its ``covers``, and that level's ``covers``."""
+    ids = {record.id, *record.covers}
+    for offered in record.levels:
+        if offered.name == level:
+            ids.update(offered.covers)
+    return ids
 
 
 def examples(policy: Policy, labelled: LabelledSet) -> tuple[np.ndarray, np.ndarray]:
@@ -104,10 +109,11 @@ def examples(policy: Policy, labelled: LabelledSet) -> tuple[np.ndarray, np.ndar
         if compiled.features is None or compiled.modelled is None:
             continue
         relevant = set(q.relevant)
-        hit = np.array([bool(covered(r) & relevant) for r in compiled.records], dtype=bool)
         chosen = compiled.modelled
+        hit = np.array([[bool(covered(r, name) & relevant) for name in compiled.levels] for r in compiled.records],
+                       dtype=bool).reshape(chosen.shape)
         xs.append(compiled.features[chosen])
-        ys.append(np.broadcast_to(hit[:, None], chosen.shape)[chosen])
+        ys.append(hit[chosen])
     if not xs:
         return np.zeros((0, len(FEATURES))), np.zeros(0)
     return np.concatenate(xs), np.concatenate(ys).astype(np.float64)
@@ -122,7 +128,8 @@ def recall(policy: Policy, labelled: LabelledSet, engine: str) -> list[float]:
     for q in labelled.queries:
         result = run(policy, labelled.records, q.context(), engine=None if engine == "exact" else engine,
                      trace="none").result
-        held = {rid for chosen in result.selected for rid in covered(_record_of(labelled.records, chosen.id))}
+        held = {rid for chosen in result.selected
+                for rid in covered(_record_of(labelled.records, chosen.id), chosen.level)}
         out.append(len(held & set(q.relevant)) / len(q.relevant))
     return out
 

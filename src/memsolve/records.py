@@ -50,6 +50,7 @@ class Level(NamedTuple):
     tokens: int | None  # None: count from ``text`` with the policy's counter
     utility: float | None  # None: derive from relevance (policy ``utility.from``)
     text: str | None = None
+    covers: tuple[str, ...] = ()  # ids whose content this level's text holds, besides its record's
 
 
 @dataclass(frozen=True)
@@ -382,7 +383,7 @@ def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...]) -> R
 _FIELDS = frozenset(("id", "tenant", "store", "session", "key", "timestamp", "ttl", "authority", "version",
                      "document", "text", "tokens", "decision_value", "utility", "representations", "metadata",
                      "covers", "score"))
-_LEVEL_FIELDS = frozenset(("tokens", "utility", "text"))
+_LEVEL_FIELDS = frozenset(("tokens", "utility", "text", "covers"))
 _STRINGS = ("tenant", "store", "session", "key", "version", "document", "text")
 
 
@@ -424,8 +425,7 @@ def looks_valid(item: Any) -> bool:
             return False
     if "decision_value" in item and "utility" in item:
         return False
-    if "covers" in item and not (isinstance(item["covers"], list)
-                                 and all(isinstance(c, str) and c for c in item["covers"])):
+    if "covers" in item and not _ids(item["covers"]):
         return False
     if "score" in item and not (_number(item["score"]) and 0 <= item["score"] <= 1):
         return False
@@ -444,7 +444,13 @@ def looks_valid(item: Any) -> bool:
                 return False
             if "text" in level and not isinstance(level["text"], str):
                 return False
+            if "covers" in level and not _ids(level["covers"]):
+                return False
     return True
+
+
+def _ids(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(c, str) and c for c in value)
 
 
 def _utility(value: Any) -> bool:
@@ -473,7 +479,9 @@ def _levels(doc: Document, item: Mapping[str, Any], path: tuple[Any, ...]) -> tu
                                 "a level needs `tokens` or `text` (or the record a `text`)")
             if tokens is not None and tokens > MAX_TOKENS:  # the path is built only for the error
                 _check_tokens(doc, tokens, path + ("representations", name, "tokens"))
-            levels.append(Level(name, tokens, None if utility is None else float(utility), text))
+            covers = spec.get("covers")
+            levels.append(Level(name, tokens, None if utility is None else float(utility), text,
+                                () if covers is None else tuple(covers)))
         return tuple(levels)
     if shorthand or item.get("text") is not None:
         tokens = item.get("tokens")

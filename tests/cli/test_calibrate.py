@@ -112,3 +112,13 @@ def test_a_record_that_covers_a_relevant_id_counts_for_it() -> None:
     assert recall(policy, labelled, "exact") == [1.0]  # 14 words: the fact (5) and t2 (10) do not both fit
     x, y = examples(policy, labelled)
     assert y.tolist() == [1.0, 0.0]  # the fact covers t1; t2 covers nothing (t1 shares no term: excluded)
+
+
+def test_a_level_that_covers_an_id_counts_for_it_only_when_chosen() -> None:
+    from memsolve.calibrate import covered
+
+    records = memsolve.load_records([{"id": "t1", "timestamp": 1, "text": "raw words", "covers": ["x"],
+                                      "representations": {"raw": {}, "summary": {"text": "a fact", "covers": ["t2"]}}}])
+    record = records.records[0]
+    assert covered(record, "raw") == {"t1", "x"}
+    assert covered(record, "summary") == {"t1", "x", "t2"}
