@@ -186,6 +186,26 @@ def test_a_yaml_error_has_its_line_and_column_from_the_loader(client: Any, tmp_p
     assert typed["error"]["line"] is not None
 
 
+def test_deeply_nested_yaml_is_the_clis_one_line_for_run_and_save(client: Any, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from memsolve.cli import main
+
+    # deep enough that ruamel.yaml's recursive composer fails (RecursionError, a 500 before the fix)
+    text = (ROOT / POLICY).read_text(encoding="utf-8") + "deep: " + "[" * 400 + "]" * 400 + "\n"
+    (tmp_path / "incidents.yaml").write_text(text, encoding="utf-8")
+    validate = CliRunner().invoke(main, ["validate", str(tmp_path / "incidents.yaml")])
+    assert validate.exit_code == 2
+    line = validate.stderr.strip().replace(str(tmp_path / "incidents.yaml"), POLICY)
+    assert "nesting" in line
+    for edits in ({}, {"budget": "5"}):
+        data = run(client, text, **edits)
+        assert data["error"]["message"] == line and data["yaml"] == text and data["knobs"] is None
+    saved = client.post("/api/save", json={"yaml": text})
+    assert saved.status_code == 422 and saved.json()["error"]["message"] == line
+    assert tray(walk(client, START)) == ["M3"]  # the app still answers
+
+
 def test_save_as_policy_runs_through_the_cli_to_the_same_result(client: Any, cli: Any, tmp_path: Path) -> None:
     data = walk(client, START, RECENT, EPISODIC, {"max_age": "48", "latest_key": False})
     response = client.post("/api/save", json={"yaml": data["yaml"]})

@@ -184,6 +184,32 @@ def test_bad_input_shows_the_clis_line_at_the_field_and_the_page_keeps_working(p
     assert page.is_hidden("#yaml-error") and page.input_value("#knob-budget") == "10"
 
 
+def test_deep_yaml_and_an_answer_that_is_not_json_show_one_line_at_the_editor(page: Any) -> None:
+    start(page)
+    text = page.input_value("#yaml")
+    before = runs(page)
+    page.fill("#yaml", text + "deep: " + "[" * 5000 + "]" * 5000 + "\n")  # the reviewer's case
+    page.wait_for_function(f"Number(document.body.dataset.runs || 0) > {before}")
+    assert "exceeded maximum nesting depth" in page.inner_text("#yaml-error")
+    before = runs(page)
+    page.fill("#yaml", text)
+    page.wait_for_function(f"Number(document.body.dataset.runs || 0) > {before}")
+    assert page.is_hidden("#yaml-error")
+    # a server failure answers plain text, not JSON: one line at the editor, no exception on the page
+    failure = {"status": 500, "content_type": "text/plain; charset=utf-8", "body": "Internal Server Error"}
+    page.route("**/api/run", lambda route: route.fulfill(**failure))
+    page.route("**/api/save", lambda route: route.fulfill(**failure))
+    set_knob(page, "budget", "10")
+    assert page.inner_text("#yaml-error") == "error: the workbench server answered 500: Internal Server Error"
+    page.click("#save-policy")
+    page.wait_for_function("document.querySelector('#yaml-error').hidden === false")
+    assert "answered 500" in page.inner_text("#yaml-error")
+    page.unroute("**/api/run")
+    page.unroute("**/api/save")
+    set_knob(page, "budget", "80")
+    assert page.is_hidden("#yaml-error") and to_tray(page) == ["M3"]
+
+
 def test_playback_play_pause_next_restart_keep_the_settings(page: Any) -> None:
     start(page, recency_weight="1")
     assert page.inner_text("#clock").endswith("· playing")  # an input change restarts inspection and plays

@@ -78,11 +78,16 @@ def _yaml() -> YAML:
 
 
 def load(text: str, file: str) -> Any:
-    """The policy text as a round-trip document; a syntax error is the loader's InputError."""
+    """The policy text as a round-trip document; a syntax error is the loader's InputError.
+
+    The CLI's reader checks the text first: it words the error as the CLI does, and its structure
+    limits (nesting depth, size) refuse in milliseconds what the round-trip parser would recurse
+    on for seconds before failing with a RecursionError.
+    """
+    parse_text(text, file, "yaml")
     try:
         return _yaml().load(text)
-    except MarkedYAMLError:
-        parse_text(text, file, "yaml")  # raises the loader's own error, with line and column
+    except (MarkedYAMLError, RecursionError):
         raise InputError("the policy is not valid YAML", Location(file)) from None
 
 

@@ -46,6 +46,18 @@ async function post(path, body) {
   return response;
 }
 
+// The answer's JSON; an answer that is not JSON (a proxy's page, a server failure's plain text)
+// becomes one error line for the editor, so the page never throws on it.
+async function answer(response) {
+  const text = await response.text();
+  if ((response.headers.get("Content-Type") || "").startsWith("application/json")) {
+    try { return JSON.parse(text); } catch { /* fall through: said JSON, was not */ }
+  }
+  const first = text.trim().split("\n")[0].slice(0, 200) || response.statusText;
+  const message = `error: the workbench server answered ${response.status}` + (first ? `: ${first}` : "");
+  return {error: {message, line: null, column: null, path: "", field: null, exit_code: 2}};
+}
+
 // Edits are sent one request at a time: each applies to the policy text the previous answer
 // wrote, so a quick second change never starts from stale text (and never undoes the first).
 // Edits made while a request is out are merged and sent together when it returns.
@@ -62,8 +74,7 @@ async function pump() {
     state.queued = null;
     let data;
     try {
-      const response = await post("/api/run", {yaml: $("yaml").value, edits});
-      data = await response.json();
+      data = await answer(await post("/api/run", {yaml: $("yaml").value, edits}));
     } catch (error) {
       showBanner(`The workbench server did not answer (${error.message}); is memsolve workbench still running?`);
       continue;
@@ -555,7 +566,7 @@ function download(blob, name) {
 async function savePolicy() {
   const response = await post("/api/save", {yaml: $("yaml").value});
   if (!response.ok) {
-    const data = await response.json();
+    const data = await answer(response);
     clearErrors();
     showError(data.error);
     return;
@@ -572,8 +583,8 @@ function toggleFullscreen() {
 
 // ---------------------------------------------------------------- start
 async function start() {
-  const response = await fetch("/api/start");
-  const data = await response.json();
+  const data = await answer(await fetch("/api/start"));
+  if (!data.controls) { showBanner(data.error.message); return; }
   state.spec = data.controls;
   state.policyFile = data.policy_file;
   state.original = data.original;
