@@ -147,3 +147,22 @@ def test_a_bad_audits_input_fails_with_one_line(runner: dict, tmp_path: Path) ->
     code, outputs, printed = run_action(runner, team, inputs)
     assert code == 1 and outputs["failed"] == "true"
     assert "::error title=memsolve::audits expects POLICY=BASELINE pairs, got `policies/team-a.yaml`" in printed
+
+
+def test_a_second_call_reports_only_itself(runner: dict, tmp_path: Path) -> None:
+    # a failing audit first, then only a check of another policy in the same workspace and reports folder:
+    # the second call's reports must not carry the first call's parts
+    team = team_repo(tmp_path / "team")
+    loosen_max_age(team)
+    code, outputs, printed = run_action(runner, team, _inputs(runner))
+    assert code == 1 and outputs["failed"] == "true", printed
+    code, outputs, printed = run_action(runner, team, {**_inputs(runner), "policies": "policies/team-b.yaml",
+                                                       "tests": "", "audits": ""})
+    assert code == 0 and outputs["failed"] == "false", printed
+    junit = ET.parse(team / outputs["junit"]).getroot()
+    assert {s.get("name") for s in junit.iter("testsuite")} == {"check"}
+    assert junit.get("failures") == "0" and junit.find(".//failure") is None
+    results = json.loads((team / outputs["sarif"]).read_text())["runs"][0]["results"]
+    assert all(r["level"] != "error" for r in results), results
+    assert {loc["physicalLocation"]["artifactLocation"]["uri"] for r in results for loc in r["locations"]} <= {
+        "policies/team-b.yaml", "examples/shared.json"}

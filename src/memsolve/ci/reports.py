@@ -1,6 +1,9 @@
 """Merge the reports of several memsolve commands into one SARIF log and one JUnit file (what the
 GitHub action uploads): ``python -m memsolve.ci.reports PARTS_DIR OUT.sarif OUT.xml``.
 
+Every ``*.sarif`` and ``*.xml`` in PARTS_DIR is merged, so the folder must hold one call's parts
+only: the action gives each call a new, empty one.
+
 Every memsolve SARIF run describes the same rules (the whole table of :mod:`.codes`, in its
 order), so the merged log is one run whose results are the parts' results, rule indexes intact;
 one SARIF run per tool is what code scanning expects of an upload.
