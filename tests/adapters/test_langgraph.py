@@ -112,3 +112,22 @@ def test_an_item_without_text_names_the_field_to_choose(tmp_path) -> None:
 
 def _rfc(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def test_ids_that_collide_are_unmappable_with_both_positions() -> None:
+    """`"/".join(namespace + [key])` is the same for (["acme", "memories/x"], "c") and (["acme", "memories"], "x/c")."""
+    items = [{"namespace": ns, "key": key, "value": {"text": text}, "updated_at": "2024-01-01T00:00:00Z"}
+             for ns, key, text in ((["acme", "memories/x"], "c", "one"), (["acme", "memories"], "x/c", "two"))]
+    with pytest.raises(memsolve.InputError) as caught:
+        adapters.from_langgraph(items)
+    assert caught.value.render() == "<langgraph>: [1]: id `acme/memories/x/c` is also item [0]'s"
+    kept = adapters.from_langgraph(items, skip_unmappable=True)
+    assert [r["text"] for r in kept.records] == ["one"] and "at [1]" in kept.summary("f")
+
+
+def test_key_from_that_matches_nothing_is_counted() -> None:
+    items = [{"namespace": ["acme", "memories"], "key": k, "value": {"text": "t", **extra},
+              "updated_at": "2024-01-01T00:00:00Z"} for k, extra in (("a", {"fact": "f"}), ("b", {}))]
+    imported = adapters.from_langgraph(items, key_from="value.fact")
+    assert [r.get("key") for r in imported.records] == ["f", None] and imported.unkeyed == 1
+    assert "1 without `--key-from` field, so without a key" in imported.summary("f")

@@ -97,3 +97,22 @@ def test_options_fix_tenant_and_store_and_count_records_without_a_tenant() -> No
     assert imported.untenanted == 3 and "3 without a tenant" in imported.summary("f")
     fixed = adapters.from_mem0(items, tenant="acme", store="semantic", ttl="30d")
     assert {(r["tenant"], r["store"], r["ttl"]) for r in fixed.records} == {("acme", "semantic", "30d")}
+
+
+def test_scores_outside_zero_to_one_stay_in_metadata_and_are_counted() -> None:
+    """A raw similarity (1.7, a negative cosine) is no record score: kept as metadata.score, so the
+    records still load and the summary says how many."""
+    items = [{"id": i, "memory": "deploy", "user_id": "acme", "created_at": "2024-01-01T00:00:00Z", "score": s}
+             for i, s in (("a", 1.7), ("b", -0.2), ("c", 0.4))]
+    imported = adapters.from_mem0(items)
+    by_id = {r["id"]: r for r in imported.records}
+    assert [by_id[i].get("metadata", {}).get("score") for i in "abc"] == [1.7, -0.2, None]
+    assert by_id["c"]["score"] == 0.4 and "score" not in by_id["a"] and imported.scores_out_of_range == 2
+    assert "2 scores outside [0, 1] kept as metadata.score" in imported.summary("f")
+    memsolve.load_records(list(imported.records))
+
+
+def test_a_bad_ttl_is_refused_before_any_item_is_read() -> None:
+    for ttl in ("banana", "-5m"):
+        with pytest.raises(InputError, match="--ttl: expected a duration"):
+            adapters.Options(ttl=ttl)

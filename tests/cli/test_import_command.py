@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from click.testing import CliRunner
 
 from memsolve import adapters
@@ -25,10 +26,10 @@ def test_the_records_are_the_librarys_and_the_summary_goes_to_stderr(cli) -> Non
 
 
 def test_options_reach_the_mapping(cli) -> None:
-    run = cli("import", "graphiti", DATA / "adapters" / "graphiti.json", "--omit", "fact_embedding", "--tenant", "t",
-              "--store", "graph", "--ttl", "90d")
+    run = cli("import", "graphiti", DATA / "adapters" / "graphiti.json", "--omit", "fact_embedding", "--tenant",
+              "acme", "--store", "graph", "--ttl", "90d")
     records = [json.loads(line) for line in run.stdout.splitlines()]
-    assert {(r["tenant"], r["store"]) for r in records} == {("t", "graph")}
+    assert {(r["tenant"], r["store"], r["metadata"]["group_id"]) for r in records} == {("acme", "graph", "acme")}
     assert [r.get("ttl") for r in records] == ["27475200s", "90d", "90d"]  # the edge's own interval wins
     assert all("fact_embedding" not in r.get("metadata", {}) for r in records)
     assert "omitted fields `fact_embedding`" in run.stderr
@@ -77,3 +78,36 @@ def test_import_then_solve_from_standard_input() -> None:
     assert {e["id"]: e["rule"] for e in result["excluded"]}["acme/archive/oncall"] == "latest-key"
     assert result["other_tenants"] == 1 and "globex" not in solved.stdout
     assert result["records"]["count"] == 6
+
+
+def test_another_tenants_item_is_refused_not_imported_under_tenant(cli, tmp_path) -> None:
+    """--tenant names whose memories these are; bob's memory is never written as alice's."""
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps({"results": [
+        {"id": "m1", "memory": "alice likes tea", "user_id": "alice", "created_at": "2024-01-01T00:00:00Z"},
+        {"id": "m2", "memory": "bob's hint is fish", "user_id": "bob", "agent_id": "a", "created_at": "2024-01-01"}]}))
+    run = cli("import", "mem0", path, "--tenant", "alice")
+    assert run.exit_code == 2 and run.stdout == "" and "bob" not in run.stderr
+    assert run.stderr.startswith(f"error: {path}:1:") and "results[1].user_id: the item's tenant" in run.stderr
+    skipped = cli("import", "mem0", path, "--tenant", "alice", "--store", "semantic", "--skip-unmappable")
+    records = [json.loads(line) for line in skipped.stdout.splitlines()]
+    assert [(r["id"], r["tenant"], r["metadata"]["user_id"]) for r in records] == [("m1", "alice", "alice")]
+    assert "1 skipped (unmappable, at [1]), 1 of them another tenant's" in skipped.stderr
+    assert "bob" not in skipped.stderr
+    chosen = cli("import", "mem0", path, "--tenant", "alice", "--tenant-from", "user_id", "--skip-unmappable")
+    assert [json.loads(line)["id"] for line in chosen.stdout.splitlines()] == ["m1"]
+
+
+def test_store_replaced_by_an_option_stays_in_metadata_and_is_counted(cli) -> None:
+    run = cli("import", "mem0", MEM0, "--store", "semantic")
+    records = [json.loads(line) for line in run.stdout.splitlines()]
+    assert [r.get("metadata", {}).get("agent_id") for r in records] == [None, "travel-agent", None]
+    assert {r["store"] for r in records} == {"semantic"}
+    assert "1 source stores replaced by --store (kept in metadata)" in run.stderr
+
+
+@pytest.mark.parametrize("ttl", ["banana", "-5m"])
+def test_a_bad_ttl_is_one_line_before_anything_is_read(cli, ttl) -> None:
+    run = cli("import", "mem0", MEM0, f"--ttl={ttl}")
+    assert run.exit_code == 2 and run.stdout == ""
+    assert run.stderr.startswith("error: ") and "--ttl" in run.stderr and len(run.stderr.splitlines()) == 1

@@ -42,6 +42,15 @@ class Options:
     omit: tuple[str, ...] = ()  # source fields not to carry into metadata (embeddings, say)
     skip_unmappable: bool = False  # leave out (and count) items that cannot be mapped, instead of failing
 
+    def __post_init__(self) -> None:
+        if self.ttl is not None:  # checked once, up front: a bad --ttl would otherwise fail every record later
+            from ..timeutil import RFC3339, TimeValueError, parse_duration
+
+            try:
+                parse_duration(self.ttl, RFC3339)
+            except TimeValueError as exc:
+                raise InputError(f"--ttl: {exc}") from None
+
 
 @dataclass(frozen=True)
 class Skipped:
@@ -49,6 +58,8 @@ class Skipped:
 
     position: int
     error: InputError
+    tenant: str | None = None  # the item's tenant, where it names one (never shown: DESIGN §9)
+    foreign: bool = False  # refused because its tenant is not --tenant's
 
 
 @dataclass(frozen=True)
@@ -63,6 +74,9 @@ class Imported:
     utc_assumed: int = 0  # times without an offset, read as UTC
     omitted: tuple[str, ...] = ()  # source fields left out of metadata by request
     score_in_metadata: bool = False  # scores kept as metadata.score (the record schema has no `score` field)
+    scores_out_of_range: int = 0  # scores outside [0, 1] (raw similarities, say), kept as metadata.score
+    replaced: int = 0  # records whose source store a --store replaced (the source value stays in metadata)
+    unkeyed: int = 0  # records without a key because --key-from named a field they lack
 
     def jsonl(self) -> str:
         """The records as JSON Lines (byte-identical for the same input)."""
@@ -74,9 +88,11 @@ class Imported:
         line = f"imported {len(self.records)} of {self.read} {self.source} items from {file}"
         notes = []
         if self.skipped:
+            foreign = sum(s.foreign for s in self.skipped)
             notes.append(f"{len(self.skipped)} skipped (unmappable, at "
                          + ", ".join(f"[{s.position}]" for s in self.skipped[:10])
-                         + (", ..." if len(self.skipped) > 10 else "") + ")")
+                         + (", ..." if len(self.skipped) > 10 else "") + ")"
+                         + (f", {foreign} of them another tenant's" if foreign else ""))
         if self.untenanted:
             notes.append(f"{self.untenanted} without a tenant")
         if self.utc_assumed:
@@ -85,6 +101,12 @@ class Imported:
             notes.append("omitted fields " + ", ".join(f"`{name}`" for name in self.omitted))
         if self.score_in_metadata:
             notes.append("scores kept as metadata.score")
+        if self.scores_out_of_range:
+            notes.append(f"{self.scores_out_of_range} scores outside [0, 1] kept as metadata.score")
+        if self.replaced:
+            notes.append(f"{self.replaced} source stores replaced by --store (kept in metadata)")
+        if self.unkeyed:
+            notes.append(f"{self.unkeyed} without `--key-from` field, so without a key")
         return line + ("; " + "; ".join(notes) if notes else "")
 
 
@@ -94,6 +116,10 @@ class Unmappable(Exception):
     def __init__(self, message: str, path: Sequence[Any] = ()) -> None:
         super().__init__(message)
         self.message, self.path = message, tuple(path)
+
+
+class Foreign(Unmappable):
+    """The item is another tenant's than ``--tenant`` names."""
 
 
 @functools.lru_cache(maxsize=256)  # a handful of distinct paths, asked for once per item
@@ -168,6 +194,23 @@ class Fields:
             return value
         raise Unmappable(f"`{path}` holds {_type_name(value)}, expected text", split_path(path))
 
+    def tenant(self, options: Options, *paths: str) -> str | None:
+        """The item's own tenant: the first of ``paths`` that holds one. With ``--tenant`` it stays in
+        metadata and must be that tenant: another tenant's item is unmappable (its value never shown)."""
+        for path in paths:
+            value = self.peek(path)
+            if value is None:
+                continue
+            if not isinstance(value, str):
+                raise Unmappable(f"`{path}` holds {_type_name(value)}, expected text for the tenant", split_path(path))
+            if options.tenant is None:
+                self.take(path)
+            elif value != options.tenant:
+                raise Foreign(f"the item's tenant (`{path}`) is not --tenant's; another tenant's item is never "
+                              "imported under it", split_path(path))
+            return value
+        return None
+
     def first(self, *paths: str) -> tuple[str | None, Any]:
         """The first of ``paths`` that holds a value, taken; (None, None) when none does."""
         for path in paths:
@@ -221,7 +264,11 @@ def as_mapping(item: Any) -> Any:
 class _Tally:
     untenanted: int = 0
     utc: int = 0
+    out_of_range: int = 0
+    replaced: int = 0
+    unkeyed: int = 0
     skipped: list[Skipped] = field(default_factory=list)
+    ids: dict[tuple[Any, str], int] = field(default_factory=dict)  # (tenant, id) → the position that has it
 
 
 def convert(adapter: Any, items: Iterable[Any], options: Options,
@@ -243,19 +290,39 @@ def convert(adapter: Any, items: Iterable[Any], options: Options,
     for position, raw in enumerate(items):
         read += 1
         try:
-            record = _one(adapter, as_mapping(raw), options, omit, tally, owned)
+            item = as_mapping(raw)
+            record = _one(adapter, item, options, omit, tally, owned)
+            first = tally.ids.setdefault((record.get("tenant"), record["id"]), position)
+            if first != position:  # two items, one id: latest-key and explain could not tell them apart
+                raise Unmappable(f"id `{shown(record['id'])}` is also item [{first}]'s")
         except Unmappable as problem:
             error = InputError(problem.message, locate((position, *problem.path)))
             if not options.skip_unmappable:
                 raise error from None
-            tally.skipped.append(Skipped(position, error))
+            tally.skipped.append(Skipped(position, error, _tenant_of(adapter, item, options),
+                                         isinstance(problem, Foreign)))
             continue
-        if "score" in record and not score_field:  # the record schema cannot hold it yet: keep it, in metadata
+        if "score" in record and not (score_field and 0 <= record["score"] <= 1):
+            # the record schema cannot hold it (yet, or outside [0, 1]: a raw similarity): kept, in metadata
             record.setdefault("metadata", {})["score"] = record.pop("score")
             record["metadata"] = record.pop("metadata")  # metadata stays the last field
-            scored = True
+            scored = scored or not score_field
+            tally.out_of_range += score_field
         records.append(record)
-    return Imported(source, tuple(records), read, tuple(tally.skipped), tally.untenanted, tally.utc, omit, scored)
+    return Imported(source, tuple(records), read, tuple(tally.skipped), tally.untenanted, tally.utc, omit, scored,
+                    tally.out_of_range, tally.replaced, tally.unkeyed)
+
+
+def _tenant_of(adapter: Any, item: Any, options: Options) -> str | None:
+    """The tenant an item names, read without mapping it (for an item that could not be mapped)."""
+    if not isinstance(item, Mapping):
+        return None
+    fields = Fields(item, lambda: None, owned=True)
+    for path in (options.tenant_from,) if options.tenant_from else adapter.TENANT_FIELDS:
+        value = fields.peek(path)
+        if value is not None:
+            return value if isinstance(value, str) else None
+    return None
 
 
 def _one(adapter: Any, item: Any, options: Options, omit: tuple[str, ...], tally: _Tally,
@@ -270,20 +337,26 @@ def _one(adapter: Any, item: Any, options: Options, omit: tuple[str, ...], tally
     for name, path in (("tenant", options.tenant_from), ("key", options.key_from), ("text", options.text_from)):
         if path is None:
             continue
-        value = fields.take(path)
+        value = fields.take(path) if name != "tenant" or options.tenant is None else fields.peek(path)
         if value is None:
             if name == "text":
                 raise Unmappable(f"no `{shown(path)}` to take the text from", split_path(path))
             chosen[name] = None
             continue
         chosen[name] = _text_of(value, path, name)
+        if name == "tenant" and options.tenant is not None and chosen[name] != options.tenant:
+            raise Foreign(f"the item's tenant (`{shown(path)}`) is not --tenant's; another tenant's item is never "
+                          "imported under it", split_path(path))
     mapped = adapter.map_item(fields, options, chosen)
     record: dict[str, Any] = {}
+    replaced = False
     for name in FIELDS[:-1]:
         value = chosen[name] if name in chosen else mapped.get(name)
         if name == "tenant" and options.tenant is not None:
             value = options.tenant
         if name == "store" and options.store is not None:
+            # the source's own store stays in metadata (map_item peeks it then): counted where it differs
+            replaced = adapter.STORE_FIELD is not None and fields.has(adapter.STORE_FIELD) and value != options.store
             value = options.store
         if name == "ttl" and value is None and options.ttl is not None:
             value = options.ttl
@@ -300,12 +373,15 @@ def _one(adapter: Any, item: Any, options: Options, omit: tuple[str, ...], tally
     if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))
                               or not math.isfinite(score)):
         raise Unmappable(f"score `{shown(score)}` is not a finite number", ("score",))
+    # a score outside [0, 1] (a raw cosine, a BM25 value) is no record score: convert keeps it in metadata
     for name in omit:
         fields.take(name)
     if fields.rest:
         record["metadata"] = fields.rest
     if "tenant" not in record:
         tally.untenanted += 1
+    tally.replaced += replaced
+    tally.unkeyed += options.key_from is not None and chosen.get("key") is None
     tally.utc += utc_here[0]
     return record
 

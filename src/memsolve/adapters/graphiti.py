@@ -7,6 +7,8 @@ from typing import Any
 from ._mapping import Fields, Options, duration
 
 SOURCE = "graphiti"
+TENANT_FIELDS = ("group_id",)
+STORE_FIELD = None  # the store is the kind of item, no source field
 MAPPING = {
     "id": "`uuid`",
     "tenant": "`group_id`",
@@ -24,7 +26,7 @@ def map_item(fields: Fields, options: Options, chosen: dict[str, Any]) -> dict[s
     edge = fields.has("fact")
     out: dict[str, Any] = {"id": fields.text("uuid"), "store": "edge" if edge else "episode"}
     if "tenant" not in chosen:
-        out["tenant"] = fields.text("group_id")
+        out["tenant"] = fields.tenant(options, *TENANT_FIELDS)
     if edge and "key" not in chosen:
         parts = [fields.peek(name) for name in ("source_node_uuid", "name", "target_node_uuid")]
         if all(isinstance(part, str) for part in parts):  # the parts stay in metadata too

@@ -8,6 +8,8 @@ from typing import Any
 from ._mapping import Fields, Options, Unmappable, duration, split_path
 
 SOURCE = "langgraph"
+TENANT_FIELDS = ("namespace.0",)  # with --tenant the namespace names no tenant: it is all store
+STORE_FIELD = None  # the namespace stays in metadata whatever --store says
 MAPPING = {
     "id": '`"/".join(namespace + [key])`',
     "tenant": "`namespace[0]` (`--tenant-from namespace.N`)",

@@ -8,6 +8,8 @@ from typing import Any
 from ._mapping import Fields, Options, Unmappable
 
 SOURCE = "letta"
+TENANT_FIELDS = ("organization_id", "agent_id")
+STORE_FIELD = None  # the store is the kind of item, no source field
 MAPPING = {
     "id": "`id`",
     "tenant": "`organization_id`, else `agent_id`",
@@ -25,9 +27,7 @@ def map_item(fields: Fields, options: Options, chosen: dict[str, Any]) -> dict[s
     message = fields.has("message_type") or fields.has("role") or (fields.has("content") and not fields.has("text"))
     out: dict[str, Any] = {"id": fields.text("id"), "store": "recall" if message else "archival"}
     if "tenant" not in chosen:
-        out["tenant"] = fields.first("organization_id", "agent_id")[1]
-        if out["tenant"] is not None and not isinstance(out["tenant"], str):
-            raise Unmappable("the tenant (`organization_id` or `agent_id`) is not text", ("organization_id",))
+        out["tenant"] = fields.tenant(options, *TENANT_FIELDS)
     out["session"] = fields.text("step_id")
     path, when = fields.first("created_at", "date")
     if path is not None:

@@ -8,6 +8,8 @@ from typing import Any
 from ._mapping import Fields, Options
 
 SOURCE = "mem0"
+TENANT_FIELDS = ("user_id",)  # where an item names its tenant
+STORE_FIELD = "agent_id"  # a source value --store replaces (kept in metadata then)
 # memsolve field → where a mem0 memory holds it (the README's table is rendered from this)
 MAPPING = {
     "id": "`id`",
@@ -25,8 +27,8 @@ MAPPING = {
 def map_item(fields: Fields, options: Options, chosen: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"id": fields.text("id")}
     if "tenant" not in chosen:
-        out["tenant"] = fields.text("user_id")
-    out["store"] = fields.text("agent_id") or "semantic"
+        out["tenant"] = fields.tenant(options, *TENANT_FIELDS)
+    out["store"] = (fields.text(STORE_FIELD) if options.store is None else fields.peek(STORE_FIELD)) or "semantic"
     out["session"] = fields.text("run_id")
     path, when = fields.first("updated_at", "created_at")
     if path is not None:
