@@ -166,3 +166,18 @@ def test_a_second_call_reports_only_itself(runner: dict, tmp_path: Path) -> None
     assert all(r["level"] != "error" for r in results), results
     assert {loc["physicalLocation"]["artifactLocation"]["uri"] for r in results for loc in r["locations"]} <= {
         "policies/team-b.yaml", "examples/shared.json"}
+
+
+def test_the_documented_workflow_uses_the_action_with_the_permissions_sarif_upload_needs() -> None:
+    workflow = yaml.safe_load((ROOT / "docs/ci/github-actions.yml").read_text())
+    # upload-sarif writes security events and, on a private repository, reads the run's actions
+    assert workflow["permissions"] == {"contents": "read", "security-events": "write", "actions": "read"}
+    steps = {step.get("id") or step.get("name") or step["uses"]: step for step in workflow["jobs"]["policies"]["steps"]}
+    assert set(steps["memsolve"]["with"]) <= set(ACTION["inputs"])
+    upload = steps["Upload SARIF to code scanning"]
+    assert upload["uses"].startswith("github/codeql-action/upload-sarif@")
+    assert upload["with"]["sarif_file"] == "${{ steps.memsolve.outputs.sarif }}"
+    # the README's excerpt of the workflow asks for the same permissions
+    readme = (ROOT / "README.md").read_text()
+    excerpt = re.search(r"```yaml\n(permissions:.*?)```", readme, re.S)
+    assert excerpt and yaml.safe_load(excerpt.group(1))["permissions"] == workflow["permissions"]

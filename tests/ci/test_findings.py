@@ -154,3 +154,17 @@ def test_tables_wrap_the_message_and_never_cut_the_location(tmp_path: Path) -> N
     assert "…" not in text
     assert f"│ {deep}:123:45 │" in text  # whole, on one line
     assert "│ selected at raw -> " in text and "│ a0/" not in text  # the message wraps, the location does not
+
+
+def test_the_tests_the_ci_modules_cite_exist() -> None:
+    # a docstring that names the test holding it to something must name one that exists
+    import re
+
+    cited = []
+    for module in sorted((ROOT / "src/memsolve/ci").glob("*.py")):
+        for path, name in re.findall(r"(tests/[\w/]+\.py)(?:::(\w+))?", module.read_text()):
+            cited.append((module.name, path, name))
+            assert (ROOT / path).is_file(), f"{module.name} cites {path}, which does not exist"
+            if name:
+                assert re.search(rf"^def {name}\(", (ROOT / path).read_text(), re.M), f"{module.name}: {path}::{name}"
+    assert ("codes.py", "tests/ci/test_findings.py", "test_every_code_has_its_row_in_the_readme") in cited

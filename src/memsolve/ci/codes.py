@@ -1,5 +1,6 @@
 """Every finding code memsolve reports, described once: SARIF's ``tool.driver.rules``, the help
-links and the README's table of codes (tests/ci/test_codes.py holds the README to this table).
+links and the README's table of codes (held to this table by
+tests/ci/test_findings.py::test_every_code_has_its_row_in_the_readme).
 
 A code's help URI points at its row in the README's "In CI" section (``#ms001`` ...).
 """
