@@ -204,3 +204,96 @@ def test_the_progress_bar_counts_the_agents(tmp_path: Path, cli, scheduler: str)
     quiet = cli("batch", "--policy", POLICY, "--agents", FLEET / "agents.jsonl", "--out", tmp_path / "q.jsonl",
                 "--scheduler", scheduler, "--no-progress")
     assert quiet.exit_code == 0 and quiet.stderr == ""
+
+
+# --- review fixes: a resumed batch is the same batch ------------------------------------------
+
+def _stricter(tmp_path: Path) -> Path:
+    stricter = tmp_path / "stricter.yaml"
+    stricter.write_text(Path(POLICY).read_text().replace("max_age: 720", "max_age: 400"))
+    return stricter
+
+
+def _baselines(tmp_path: Path, cli) -> Path:
+    baselines = tmp_path / "baselines"
+    baselines.mkdir()
+    for n in range(1, 7):
+        written = cli("audit", "--policy", POLICY, "--records", FLEET / "records" / f"agent-{n}.json",
+                      "--tenant", "acme" if n <= 4 else "globex", "--write-baseline", baselines / f"agent-{n}.json")
+        assert written.exit_code == 0, written.stderr
+    return baselines
+
+
+def test_a_rerun_with_another_policy_or_records_on_the_same_out_is_refused(tmp_path: Path, cli,
+                                                                            scheduler: str) -> None:
+    folder = tmp_path / "records"
+    shutil.copytree(FLEET / "records", folder)
+    out = tmp_path / "out.jsonl"
+    args = ("batch", "--agents", folder, "--scheduler", scheduler, "--out", out)
+    assert cli(*args, "--policy", POLICY).exit_code == 0
+    before = out.read_bytes()
+    other = cli(*args, "--policy", _stricter(tmp_path))
+    assert other.exit_code == 2 and other.stdout == "" and other.stderr.count("\n") == 1, other.stderr
+    assert "another policy (or other records) for agent `agent-1`; use a new --out" in other.stderr
+    assert out.read_bytes() == before
+    (folder / "agent-3.json").write_text((FLEET / "records/agent-4.json").read_text())
+    changed = cli(*args, "--policy", POLICY)
+    assert changed.exit_code == 2 and "for agent `agent-3`; use a new --out" in changed.stderr, changed.stderr
+    assert out.read_bytes() == before
+    # a line cut by a crash is still not a result: the same policy resumes
+    out.write_bytes(before[:-30])
+    assert cli(*args, "--policy", POLICY).exit_code == 2  # agent-3's records still differ from its line
+    (folder / "agent-3.json").write_text((FLEET / "records/agent-3.json").read_text())
+    resumed = cli(*args, "--policy", POLICY)
+    assert resumed.exit_code == 0 and "1 solved, 5 already in" in resumed.stdout and out.read_bytes() == before
+
+
+def test_a_resumed_audit_counts_every_line_of_the_out(tmp_path: Path, cli, scheduler: str) -> None:
+    baselines = _baselines(tmp_path, cli)
+    out = tmp_path / "out.jsonl"
+    args = ("batch", "--agents", FLEET / "agents.jsonl", "--scheduler", scheduler, "--audit", baselines,
+            "--policy", _stricter(tmp_path), "--out", out, "--format", "json")
+    first = cli(*args)
+    assert first.exit_code == 1, first.stderr
+    audit = json.loads(first.stdout)["audit"]
+    assert audit["changed_outcomes"] > 0
+    # each line carries its own audit outcome
+    per_line = {line["agent"]: line["audit"] for line in lines(out)}
+    assert sum(a["changed_outcomes"] for a in per_line.values()) == audit["changed_outcomes"]
+    assert sorted(a for a, v in per_line.items() if v["changed_outcomes"]) == audit["changed_agents"]
+    again = cli(*args)  # everything already in --out: the same audit, the same exit
+    assert again.exit_code == 1 and json.loads(again.stdout)["audit"] == audit
+    assert json.loads(again.stdout)["skipped"] == 6
+    written = out.read_text().splitlines()
+    out.write_text(written[0] + "\n" + written[4] + "\n")  # a batch that stopped after two agents
+    resumed = cli(*args)
+    assert resumed.exit_code == 1 and json.loads(resumed.stdout)["audit"] == audit
+    assert json.loads(resumed.stdout)["exclusions_by_rule"] == json.loads(first.stdout)["exclusions_by_rule"]
+    # lines written without an audit are not an audit's results
+    plain = tmp_path / "plain.jsonl"
+    assert cli(*args[:5], *args[7:9], "--out", plain).exit_code == 0
+    refused = cli(*args[:9], "--out", plain)
+    assert refused.exit_code == 2 and "use a new --out" in refused.stderr, refused.stderr
+
+
+def test_a_relative_audit_folder_is_found_by_the_workers(tmp_path: Path, cli, scheduler: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    _baselines(tmp_path, cli)
+    records = tmp_path / "records"
+    shutil.copytree(FLEET / "records", records)
+    monkeypatch.chdir(tmp_path)  # the workers started elsewhere (in the scheduler fixture's folder)
+    result = cli("batch", "--policy", POLICY, "--agents", "records", "--scheduler", scheduler, "--audit", "baselines",
+                 "--out", "out.jsonl", "--format", "json")
+    assert result.stderr == "" and result.exit_code == 0  # every baseline found and unchanged
+    summary = json.loads(result.stdout)
+    assert summary["solved"] == 6 and summary["errors"] == 0 and summary["audit"]["changed_outcomes"] == 0
+
+
+def test_an_unreachable_scheduler_is_one_line(tmp_path: Path, cli) -> None:
+    import dask
+
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+        result = cli("batch", "--policy", POLICY, "--agents", FLEET / "agents.jsonl", "--out", tmp_path / "out.jsonl",
+                     "--scheduler", "tcp://127.0.0.1:1")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("error: --scheduler: cannot reach the Dask scheduler at tcp://127.0.0.1:1 (")

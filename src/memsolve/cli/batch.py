@@ -18,7 +18,8 @@ from .common import EXIT_FAILED, EXIT_INPUT, EXIT_OK, check_outputs, format_opti
               help="A folder of records files (one agent each, named by the file), or a JSON Lines file of "
                    '{"agent", "tenant", "records"}.')
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
-              help="Result lines (JSON Lines), one per agent; agents already in it are skipped.")
+              help="Result lines (JSON Lines), one per agent; agents already in it are skipped (lines of "
+                   "another policy, other records or baselines are refused).")
 @click.option("--scheduler", default="local", show_default=True,
               help="`local` (a LocalCluster in this process) or an existing scheduler's address (tcp://host:8786).")
 @click.option("--workers", type=click.IntRange(min=1, max=1024), help="LocalCluster workers (default: the CPUs, <= 8).")
@@ -36,9 +37,10 @@ def batch(policy_path, source, out, scheduler, workers, partition_size, baseline
           fmt) -> None:
     """Solve or audit every agent of a fleet on Dask: one result line per agent, resumable.
 
-    Agents already in --out are skipped; an agent whose input fails is one error line on stderr
-    and the batch goes on (exit 2 at the end). The summary counts exclusions per rule and, with
-    --audit, changed outcomes per rule.
+    Agents already in --out are skipped (a line of another policy or other records is refused);
+    an agent whose input fails is one error line on stderr and the batch goes on (exit 2 at the
+    end). The summary counts, over every line in --out, exclusions per rule and, with --audit,
+    changed outcomes per rule.
     """
     try:
         import dask  # noqa: F401

@@ -32,6 +32,7 @@ from ..output import write_text
 from ..source import format_of, load_document
 
 RECORD_SUFFIXES = (".json", ".jsonl", ".yaml", ".yml")
+NO_RULE = "(budget and price)"  # an audit change no rule decided: the allocation moved
 
 
 @dataclass(frozen=True)
@@ -57,8 +58,9 @@ class AgentOutcome:
 
 @dataclass(frozen=True)
 class BatchSummary:
-    """The fleet's totals: agents solved, skipped (already in --out), failed; exclusions per
-    rule; with an audit, changed outcomes per rule and the agents that changed."""
+    """The fleet's totals: agents solved in this run, skipped (already in --out), failed; over
+    every listed agent's line in --out (resumed ones too), exclusions per rule and, with an
+    audit, changed outcomes per rule and the agents that changed."""
 
     agents: int
     solved: int
@@ -123,14 +125,15 @@ def load_agents(source: str | Path) -> list[Agent]:
     return agents
 
 
-def done_agents(out: str | Path) -> set[str]:
-    """The agents already in ``out`` (a batch's results). A last line cut short by a crash is
-    not a result (that agent runs again); any other line that is not one is an input error."""
+def read_results(out: str | Path) -> dict[str, tuple[int, dict[str, Any]]]:
+    """The result lines already in ``out`` by agent: (line number, the parsed line). A last
+    line cut short by a crash is not a result (that agent runs again); any other line that is
+    not one is an input error."""
     path = Path(out)
     if not path.exists():
-        return set()
+        return {}
     lines = path.read_text(encoding="utf-8").split("\n")
-    done: set[str] = set()
+    done: dict[str, tuple[int, dict[str, Any]]] = {}
     for number, text in enumerate(lines, 1):
         if not text.strip():
             continue
@@ -144,8 +147,58 @@ def done_agents(out: str | Path) -> set[str]:
         if not isinstance(item, dict) or type(item.get("agent")) is not str:
             raise InputError("not a batch result line (expected a JSON object with `agent`)",
                              Location(str(path), number))
-        done.add(item["agent"])
+        done[item["agent"]] = (number, item)
     return done
+
+
+def resumable(out: str | Path, written: dict[str, tuple[int, dict[str, Any]]], agents: Sequence[Agent],
+              policy: Any, baseline_dir: str | None) -> set[str]:
+    """The agents whose lines in ``out`` this run would write again: made by the same policy
+    (its sha256), from the same records file (its sha256) for the same tenant, and, with an
+    audit, against the same baseline. A line made otherwise is refused: mixing two runs in one
+    file would report results and audits no run produced. An agent whose records file the
+    client cannot read (a path only the workers see) runs again; its new line replaces the old."""
+    listed = {a.agent: a for a in agents}
+    skip: set[str] = set()
+    for name, (number, item) in written.items():
+        agent = listed.get(name)
+        same = _dig(item, "policy", "sha256") == policy.sha256
+        if same and agent is not None:
+            try:
+                records = _sha256(agent.records)
+            except OSError:
+                continue
+            tenant = agent.tenant if agent.tenant is not None else policy.tenant
+            same = _dig(item, "records", "sha256") == records and item.get("tenant") == tenant
+            if same and baseline_dir is not None:
+                try:
+                    baseline = _sha256(Path(baseline_dir) / f"{name}.json")
+                except OSError:
+                    baseline = None
+                same = _dig(item, "audit", "baseline_sha256") == baseline
+        if not same:
+            audit = " or other baselines" if baseline_dir is not None else ""
+            raise InputError(f"--out holds results of another policy (or other records{audit}) for agent `{name}`; "
+                             "use a new --out", Location(str(out), number))
+        if agent is not None:
+            skip.add(name)
+    return skip
+
+
+def _dig(item: Any, *keys: str) -> Any:
+    for key in keys:
+        item = item.get(key) if isinstance(item, dict) else None
+    return item
+
+
+def _sha256(path: str | Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 # --- on the workers -------------------------------------------------------------------------
@@ -163,8 +216,11 @@ def solve_agent(policy: Any, agent: Agent, trace: str = "none", baseline_dir: st
         context = Context(tenant=agent.tenant) if agent.tenant is not None else None
         result = pipeline.run(policy, records, context, trace=trace).result
         changed: list[tuple[str, str | None, str, str]] = []
+        baseline_sha256 = None
         if baseline_dir is not None:
-            stored = auditing.load_baseline(str(Path(baseline_dir) / f"{agent.agent}.json"))
+            baseline_file = str(Path(baseline_dir) / f"{agent.agent}.json")
+            stored = auditing.load_baseline(baseline_file)
+            baseline_sha256 = _sha256(baseline_file)
             for finding in auditing.compare(policy, stored, result):
                 if not finding.passed:
                     before, after = finding.data["before"], finding.data["after"]
@@ -174,6 +230,12 @@ def solve_agent(policy: Any, agent: Agent, trace: str = "none", baseline_dir: st
         return AgentOutcome(agent.agent, error=error.render() if isinstance(error, InputError) else str(error))
     line = {"agent": agent.agent, "tenant": agent.tenant if agent.tenant is not None else policy.tenant,
             **json.loads(result.to_json())}
+    if baseline_dir is not None:  # the agent's audit, so that a resumed batch's summary counts it too
+        by_rule = Counter(rule or NO_RULE for _, rule, _, _ in changed)
+        line["audit"] = {"baseline_sha256": baseline_sha256, "changed_outcomes": len(changed),
+                         "changed_by_rule": dict(sorted(by_rule.items())),
+                         "changed": [{"id": id_, "rule": rule, "before": before, "after": after}
+                                     for id_, rule, before, after in changed]}
     exclusions = Counter(e.rule for e in result.excluded)
     return AgentOutcome(agent.agent, json.dumps(line, ensure_ascii=False, sort_keys=False),
                         exclusions=dict(exclusions), changed=tuple(changed))
@@ -217,18 +279,17 @@ def run_batch(
 
     from ..policies.load import load_policy
 
-    load_policy(policy_file)  # a bad policy stops the batch before any agent runs
+    policy = load_policy(policy_file)  # a bad policy stops the batch before any agent runs
     policy_text = Path(policy_file).read_bytes().decode("utf-8")
-    skip = done_agents(out)
+    if baseline_dir is not None:  # workers may run in another folder
+        baseline_dir = os.path.abspath(baseline_dir)
+    skip = resumable(out, read_results(out), agents, policy, baseline_dir)
     _cut_partial_line(out)
     try:  # an --out that cannot be written fails here, before a cluster starts
         open(out, "a", encoding="utf-8").close()
     except OSError as exc:
         raise InputError(f"cannot write the results: {exc.strerror or exc}", Location(str(out))) from None
     todo = [a for a in agents if a.agent not in skip]
-    exclusions: Counter[str] = Counter()
-    changed_by_rule: Counter[str] = Counter()
-    changed_agents: list[str] = []
     errors: list[str] = []
     if todo:
         cluster = None
@@ -237,7 +298,11 @@ def run_batch(
                                    processes=True, dashboard_address=":0")
             client = Client(cluster)
         else:
-            client = Client(scheduler, timeout="30s")
+            try:  # waits distributed.comm.timeouts.connect (Dask's setting, 30 s by default)
+                client = Client(scheduler)
+            except (OSError, TimeoutError) as exc:
+                raise InputError(f"cannot reach the Dask scheduler at {scheduler} ({_first_line(exc)})",
+                                 Location("--scheduler")) from None
         try:
             npartitions = max(1, math.ceil(len(todo) / partition_size))
             bag = db.from_sequence(todo, npartitions=npartitions).map_partitions(
@@ -254,10 +319,6 @@ def run_batch(
                                 on_error(outcome.agent, outcome.error)
                             continue
                         handle.write(outcome.line + "\n")
-                        exclusions.update(outcome.exclusions)
-                        if outcome.changed:
-                            changed_agents.append(outcome.agent)
-                            changed_by_rule.update(rule or "(budget and price)" for _, rule, _, _ in outcome.changed)
                     handle.flush()
                     os.fsync(handle.fileno())
                     done += len(outcomes)
@@ -268,9 +329,32 @@ def run_batch(
             if cluster is not None:
                 cluster.close()
     _sort_lines(out)
-    return BatchSummary(len(agents), len(todo) - len(errors), len(agents) - len(todo), tuple(sorted(errors)),
-                        dict(exclusions), baseline_dir is not None, dict(changed_by_rule),
-                        tuple(sorted(changed_agents)))
+    return _summary(out, agents, len(todo) - len(errors), len(skip), errors, baseline_dir is not None)
+
+
+def _summary(out: str | Path, agents: Sequence[Agent], solved: int, skipped: int, errors: list[str],
+             audited: bool) -> BatchSummary:
+    """The totals over every listed agent's line in ``out``: those of this run and those it
+    resumed from (each line carries its exclusions and its audit)."""
+    listed = {a.agent for a in agents}
+    exclusions: Counter[str] = Counter()
+    changed_by_rule: Counter[str] = Counter()
+    changed_agents: list[str] = []
+    for name, (_, item) in sorted(read_results(out).items()):
+        if name not in listed:
+            continue
+        exclusions.update(e.get("rule") or NO_RULE for e in item.get("excluded") or () if isinstance(e, dict))
+        audit = item.get("audit") if audited else None
+        if isinstance(audit, dict) and audit.get("changed_outcomes"):
+            changed_agents.append(name)
+            changed_by_rule.update(audit.get("changed_by_rule") or {})
+    return BatchSummary(len(agents), solved, skipped, tuple(sorted(errors)), dict(exclusions), audited,
+                        dict(changed_by_rule), tuple(changed_agents))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _cut_partial_line(out: str | Path) -> None:
