@@ -188,14 +188,20 @@ def read_stream(stream: Any = None) -> str:
     return text[1:] if text.startswith("\ufeff") else text
 
 
-def sniff_format(text: str) -> str:
+def sniff_format(text: str, containers: tuple[str, ...] = ("records", "kind")) -> str:
     """The format of text that came without a file name: one JSON value is JSON, lines that each
-    start a JSON object are JSON Lines, anything else is YAML (whose errors then say where)."""
+    start a JSON object are JSON Lines, anything else is YAML (whose errors then say where).
+
+    One JSON mapping on one line that holds none of ``containers`` (the keys by which a document of
+    the kind being read is a mapping: a records case's `records`, a document's `kind`) is JSON
+    Lines of one item: what `memsolve import` writes for a one-item export."""
     try:
-        _json_loads(text)
-        return "json"
+        value = _json_loads(text)
     except (ValueError, _DuplicateKey, RecursionError):
         pass
+    else:
+        single = isinstance(value, dict) and "\n" not in text.strip() and not any(key in value for key in containers)
+        return "jsonl" if single else "json"
     lines = [line.strip() for line in text.split("\n") if line.strip()]
     if lines and all(line.startswith("{") for line in lines):
         return "jsonl"

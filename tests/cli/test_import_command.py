@@ -111,3 +111,19 @@ def test_a_bad_ttl_is_one_line_before_anything_is_read(cli, ttl) -> None:
     run = cli("import", "mem0", MEM0, f"--ttl={ttl}")
     assert run.exit_code == 2 and run.stdout == ""
     assert run.stderr.startswith("error: ") and "--ttl" in run.stderr and len(run.stderr.splitlines()) == 1
+
+
+def test_a_one_record_stream_is_json_lines_not_a_json_document() -> None:
+    """One imported memory is one JSON Lines line; as `--records -` it is one record, not a mapping
+    where a list was expected. The same holds for a one-item export on standard input."""
+    runner = CliRunner()
+    item = '{"namespace": ["acme", "memories"], "key": "k", "value": {"text": "the deploy failed"}, ' \
+           '"updated_at": "2026-11-27T10:00:00Z"}\n'
+    imported = runner.invoke(main, ["import", "langgraph", "-"], input=item)
+    assert imported.exit_code == 0, imported.stderr
+    assert imported.stderr == "imported 1 of 1 langgraph items from standard input\n"
+    solved = runner.invoke(main, ["--policy", "policies/imported-memories.yaml", "--records", "-", "--query",
+                                  "deploy", "--now", "2026-11-28T12:00:00Z", "--format", "json"],
+                           input=imported.stdout)
+    assert solved.exit_code == 0, solved.stderr
+    assert [s["id"] for s in json.loads(solved.stdout)["selected"]] == ["acme/memories/k"]

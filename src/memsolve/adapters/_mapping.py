@@ -408,7 +408,7 @@ def read_export(file: str, source: str) -> tuple[list[Any], Callable[[Sequence[A
 
     JSON (an array, or an object holding it under ``results``, ``items`` or ``memories``) or JSON
     Lines (one item a line; chosen by the ``.jsonl`` suffix, or for a file without one whose text
-    is not one JSON value).
+    is not one JSON value, or is one item on one line).
     """
     doc = _document(file)
     data = [] if doc.data is None else doc.data  # an empty file or stream holds no items
@@ -442,6 +442,6 @@ def _document(file: str) -> Document:
         if fmt == "yaml":
             raise InputError("expected a JSON or JSON Lines export, got a YAML file", Location(file))
     if fmt is None:
-        fmt = sniff_format(text)
+        fmt = sniff_format(text, LISTS)
     return parse_text(text, name, fmt)
 
