@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 import socket
 
 import click
 
-from ..errors import MemsolveError
-from .common import fail
+from .common import guarded
 
 
 @click.command()
-@click.option("--policy", "policy_path", required=True, type=click.Path(dir_okay=False), help="Policy YAML file.")
+@click.option("--policy", "policy_path", required=True, type=click.Path(dir_okay=False),
+              help="Policy YAML file (`-`: standard input).")
 @click.option("--records", "records_path", type=click.Path(dir_okay=False),
-              help="Records file (.json, .jsonl, .yaml); default: the policy's `records:`.")
+              help="Records file (.json, .jsonl, .yaml; not `-`: the saved policy names it); "
+                   "default: the policy's `records:`.")
 @click.option("--labelled", "labelled_path", type=click.Path(dir_okay=False),
               help="Labelled queries (kind: LabelledQueries): the page counts the supporting facts the tray covers.")
 @click.option("--host", default="127.0.0.1", show_default=True,
               help="Address to listen on; anything but loopback shows the page to the network.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="Port to listen on (0: any free port; the address is printed).")
+@guarded
 def workbench(policy_path: str, records_path: str | None, labelled_path: str | None, host: str, port: int) -> None:
     """Serve the retrieval workbench: a local page over the real engine (the `workbench` extra).
 
@@ -37,16 +40,19 @@ def workbench(policy_path: str, records_path: str | None, labelled_path: str | N
     except ModuleNotFoundError as error:
         raise click.UsageError(f"the workbench needs `pip install 'memsolve[workbench]'` "
                                f"(missing `{error.name}`)") from None
-    try:
-        bench = open_bench(policy_path, records_path, labelled_path)
-        listener = _listen(host, port)
-    except MemsolveError as error:
-        fail(error)
+    if records_path == "-":  # "save as policy" writes a file that names the records by path
+        raise click.UsageError("--records - is standard input; the workbench's saved policy names its records "
+                               "file: name a file")
+    bench = open_bench(policy_path, records_path, labelled_path)
+    listener = _listen(host, port)
     bound = listener.getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
     if not _loopback(host):
         click.echo(f"warning: listening on {host}: anyone who can reach this machine can use the page", err=True)
     click.echo(f"memsolve workbench: http://{shown}:{bound[1]}/  (Ctrl-C stops it)", err=True)
+    # `guarded` pauses the cyclic collector for a command's run; a server runs for hours, so it collects
+    # (each run pauses it again for its own duration, as pipeline.run does for the CLI)
+    gc.enable()
     config = uvicorn.Config(create_app(bench, host), log_level="warning", lifespan="off")
     uvicorn.Server(config).run(sockets=[listener])
 

@@ -24,10 +24,11 @@ from typing import Any
 from .. import pipeline
 from ..ci.compare import Comparison
 from ..errors import InputError, Location, MemsolveError, SolverError
-from ..policies.load import load_policy, policy_from_text
+from ..policies.load import policy_from_text
 from ..policies.model import Policy
 from ..records import Record, RecordSet, load_records
 from ..result import Result
+from ..source import STDIN, read_stream, read_text
 from . import knobs
 from .labelled import Labelled, coverage, load_labelled
 
@@ -48,14 +49,21 @@ class Bench:
 
 def open_bench(policy_path: str, records_path: str | None = None, labelled_path: str | None = None) -> Bench:
     """Read and check the policy and the records as ``memsolve --policy P [--records R]`` would,
-    and the labelled set if one is named."""
-    policy = load_policy(policy_path)
+    and the labelled set if one is named. ``-`` is standard input, read once: the policy's text
+    is the editor's first text, so it is kept as read."""
+    if records_path == STDIN:  # "save as policy" writes a file that names the records by path
+        raise InputError("--records - is standard input; the workbench's saved policy names its records file: "
+                         "name a file")
+    if policy_path == STDIN:
+        file, text = "<stdin>", read_stream()
+    else:
+        file, text = policy_path, read_text(policy_path)[0]
+    policy = policy_from_text(text, file)
     source = records_path or policy.records
     if source is None:
         raise InputError("no records: pass --records or set `records:` in the policy", policy.locate("records"))
-    text = Path(policy_path).read_text(encoding="utf-8")  # load_policy read it just now
     labelled = load_labelled(labelled_path) if labelled_path else None
-    return Bench(policy_path, text, str(Path(source).resolve()), load_records(source), labelled)
+    return Bench(file, text, str(Path(source).resolve()), load_records(source), labelled)
 
 
 def error_of(error: MemsolveError, data: Any = None) -> dict[str, Any]:
