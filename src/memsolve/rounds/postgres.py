@@ -22,9 +22,10 @@ round that then failed holds no state). Each thread keeps one connection per sto
 first use, replaced when it breaks or after a fork); :meth:`PostgresStore.close` closes them, and
 so does the store's garbage collection.
 
-Errors are one line: the address without its password, what failed, and the server's first
-line. A connection lost inside a round (the server restarted, ``pg_terminate_backend``, a
-network cut) rolls the round back on the server: nothing of it is stored.
+Errors are one line: the address without its password (not shown at all when it does not
+parse), what failed, and the first line of the server's or libpq's message with every form of
+the password in it replaced by ``***``. A connection lost inside a round (the server
+restarted, ``pg_terminate_backend``, a network cut) rolls the round back on the server: nothing of it is stored.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, unquote_plus, urlencode, urlsplit, urlunsplit
 
 from ..errors import StateError
 from .state import SCHEMA_SQL, SCHEMA_VERSION, AgentKey, StateStore
@@ -48,15 +49,71 @@ _SCHEMA_LOCK = 0x4D454D53  # "MEMS": the advisory lock held while creating the t
 _PG_SCHEMA = SCHEMA_SQL.replace("INTEGER", "BIGINT").replace("REAL", "DOUBLE PRECISION")
 
 
+HIDDEN = "postgresql://<address not shown>"
+
+
 def redact(address: str) -> str:
-    """The address as messages show it: no password, in the user part or the query."""
-    parts = urlsplit(address)
+    """The address as messages show it: no password, in the user part or the query; an address
+    that does not parse (or whose password holds an unencoded ``/``, ``?`` or ``#``, so that
+    the user part reads as a host and port) is not shown at all."""
+    if _misplaced_at(address):
+        return HIDDEN
+    try:
+        parts = urlsplit(address)
+    except ValueError:  # "Invalid IPv6 URL"
+        return HIDDEN
     netloc = parts.netloc
     if "@" in netloc:
         user, _, host = netloc.rpartition("@")
         netloc = f"{user.partition(':')[0]}@{host}"
     query = urlencode([(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query)], safe="/*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    return hide(urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)), address)
+
+
+def hide(text: str, address: str) -> str:
+    """``text`` with every form of ``address``'s password replaced by ``***``: libpq quotes the
+    token it fails to parse, which may be the password or a piece of it."""
+    for secret in sorted(_secrets(address), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def _secrets(address: str) -> set[str]:
+    """The address's password as written and percent-decoded: from the user part, the query,
+    and, when the password holds an unencoded ``/``, ``?`` or ``#``, everything after ``user:``
+    up to the last ``@`` and the piece libpq reads as a port."""
+    _, sep, rest = address.partition("://")
+    if not sep:
+        return set()
+    found: list[str] = []
+    authority = rest[:_authority_end(rest)]
+    if "@" in authority:
+        user = authority.rpartition("@")[0]
+        if ":" in user:
+            found.append(user.partition(":")[2])
+    elif _misplaced_at(address):
+        head = rest[: rest.rfind("@")]
+        found += [head.partition(":")[2], authority.partition(":")[2]]
+    query = rest.partition("?")[2]
+    for item in query.replace("#", "&").split("&"):
+        key, eq, value = item.partition("=")
+        if eq and unquote(key) == "password":
+            found.append(value)
+    return {form for secret in found for form in (secret, unquote(secret), unquote_plus(secret)) if form}
+
+
+def _authority_end(rest: str) -> int:
+    return min((rest.find(c) for c in "/?#" if c in rest), default=len(rest))
+
+
+def _misplaced_at(address: str) -> bool:
+    """True when an ``@`` comes after the authority while the authority has none but holds a
+    ``:``: a password with an unencoded ``/``, ``?`` or ``#`` (``u:pa/ss@host``), which libpq
+    reads as host ``u`` and port ``pa``. (A valid ``host:5432/db?user=a@b`` is taken for one
+    too: messages show neither its address nor its port; it connects as before.)"""
+    _, sep, rest = address.partition("://")
+    end = _authority_end(rest)
+    return bool(sep) and "@" not in rest[:end] and ":" in rest[:end] and "@" in rest[end:]
 
 
 class PostgresStore(StateStore):
@@ -99,7 +156,8 @@ class PostgresStore(StateStore):
             # waits for another round's lock end after `timeout` (lock_timeout covers advisory locks too)
             conn.execute(f"SET lock_timeout = {max(1, round(self.timeout * 1000))}")
         except psycopg.Error as exc:
-            raise StateError(f"{self.address}: cannot connect to the state database ({_first_line(exc)})") from None
+            raise StateError(f"{self.address}: cannot connect to the state database "
+                             f"({self._shown(exc)})") from None
         conn._memsolve_pid = os.getpid()  # a forked child opens its own
         conn._memsolve_ready = False  # the schema is checked once per connection
         with self._guard:
@@ -204,9 +262,13 @@ class PostgresStore(StateStore):
                               f"{self.timeout:g} s; nothing was written")
         conn = self._connections.get(threading.get_ident())
         if isinstance(exc, psycopg.OperationalError) and (conn is None or conn.closed or conn.broken):
-            return StateError(f"{self.address}: connection to the state database lost ({_first_line(exc)}); "
+            return StateError(f"{self.address}: connection to the state database lost ({self._shown(exc)}); "
                               "the transaction was rolled back, nothing of it was written")
-        return StateError(f"{self.address}: state database error: {_first_line(exc)}")
+        return StateError(f"{self.address}: state database error: {self._shown(exc)}")
+
+    def _shown(self, exc: Exception) -> str:
+        """The first line of a psycopg or server message, without the address's password."""
+        return hide(_first_line(exc), self.url)
 
 
 def _first_line(exc: Exception) -> str:
