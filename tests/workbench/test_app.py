@@ -248,6 +248,34 @@ def test_unknown_knob_and_foreign_host(client: Any) -> None:
     assert client.get("/", headers={"host": "attacker.example"}).status_code == 400
 
 
+@pytest.mark.parametrize("wildcard", ["0.0.0.0", "::"])
+def test_a_wildcard_bind_answers_to_the_machines_names_and_addresses_only(bench: Any, wildcard: str) -> None:
+    import socket
+
+    from starlette.testclient import TestClient
+
+    from memsolve.workbench.app import create_app
+
+    names = {socket.gethostname(), socket.getfqdn()}
+    addresses = {info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None)}
+    with TestClient(create_app(bench, wildcard)) as client:
+        for name in sorted(names | addresses):  # what a browser on the network sends as Host
+            shown = f"[{name}]" if ":" in name else name
+            assert client.get("/", headers={"host": f"{shown}:8765"}).status_code == 200, name
+        assert client.get("/", headers={"host": "attacker.example:8765"}).status_code == 400
+
+
+def test_allow_host_adds_a_name_and_only_that_name(bench: Any) -> None:
+    from starlette.testclient import TestClient
+
+    from memsolve.workbench.app import create_app
+
+    with TestClient(create_app(bench, "127.0.0.1", ["WB.example"])) as client:
+        assert client.get("/", headers={"host": "wb.example:8765"}).status_code == 200
+        assert client.get("/", headers={"host": "other.example:8765"}).status_code == 400
+        assert client.get("/", headers={"host": "[::1]:8765"}).status_code == 200
+
+
 def test_every_asset_is_in_the_package_and_nothing_is_fetched_from_elsewhere(client: Any) -> None:
     from memsolve.workbench.app import STATIC
 

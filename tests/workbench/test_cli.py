@@ -78,3 +78,21 @@ def test_a_bad_policy_on_standard_input_and_records_from_it_are_one_line(tmp_pat
     proc = workbench("--policy", POLICY, "--records", "-", "--port", "0")
     assert proc.returncode == 2 and proc.stderr.startswith("error: --records - is standard input")
     assert proc.stderr.count("\n") == 1
+
+
+def test_a_wildcard_host_warns_and_names_the_hosts_it_accepts() -> None:
+    import socket
+
+    proc = subprocess.Popen([sys.executable, "-m", "memsolve", "workbench", "--policy", POLICY, "--host", "0.0.0.0",
+                             "--port", "0", "--allow-host", "wb.example"],
+                            cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        warning = proc.stderr.readline() if proc.stderr else ""
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        if proc.stderr:
+            proc.stderr.close()
+    assert warning.startswith("warning: listening on 0.0.0.0: anyone who can reach this machine can use the page")
+    accepted = warning.partition("accepts: ")[2].partition(";")[0].split(", ")
+    assert {"wb.example", "localhost", "127.0.0.1", socket.gethostname().lower()} <= set(accepted)

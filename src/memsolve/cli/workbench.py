@@ -23,8 +23,12 @@ from .common import guarded
               help="Address to listen on; anything but loopback shows the page to the network.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8765, show_default=True,
               help="Port to listen on (0: any free port; the address is printed).")
+@click.option("--allow-host", "allow_hosts", multiple=True, metavar="NAME",
+              help="Another name the page answers to in a request's Host header (repeatable); loopback, --host "
+                   "and, for 0.0.0.0 or ::, the machine's own names and addresses are accepted already.")
 @guarded
-def workbench(policy_path: str, records_path: str | None, labelled_path: str | None, host: str, port: int) -> None:
+def workbench(policy_path: str, records_path: str | None, labelled_path: str | None, host: str, port: int,
+              allow_hosts: tuple[str, ...]) -> None:
     """Serve the retrieval workbench: a local page over the real engine (the `workbench` extra).
 
     The page shows seed 004's experiment on the policy and records given: knobs, the four
@@ -35,7 +39,7 @@ def workbench(policy_path: str, records_path: str | None, labelled_path: str | N
     try:
         import uvicorn
 
-        from ..workbench.app import create_app
+        from ..workbench.app import create_app, served_hosts
         from ..workbench.bench import open_bench
     except ModuleNotFoundError as error:
         raise click.UsageError(f"the workbench needs `pip install 'memsolve[workbench]'` "
@@ -48,12 +52,14 @@ def workbench(policy_path: str, records_path: str | None, labelled_path: str | N
     bound = listener.getsockname()
     shown = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
     if not _loopback(host):
-        click.echo(f"warning: listening on {host}: anyone who can reach this machine can use the page", err=True)
+        names = ", ".join(served_hosts(host, allow_hosts))
+        click.echo(f"warning: listening on {host}: anyone who can reach this machine can use the page "
+                   f"(as a Host it accepts: {names}; more with --allow-host)", err=True)
     click.echo(f"memsolve workbench: http://{shown}:{bound[1]}/  (Ctrl-C stops it)", err=True)
     # `guarded` pauses the cyclic collector for a command's run; a server runs for hours, so it collects
     # (each run pauses it again for its own duration, as pipeline.run does for the CLI)
     gc.enable()
-    config = uvicorn.Config(create_app(bench, host), log_level="warning", lifespan="off")
+    config = uvicorn.Config(create_app(bench, host, allow_hosts), log_level="warning", lifespan="off")
     uvicorn.Server(config).run(sockets=[listener])
 
 

@@ -14,7 +14,9 @@ the page shows it next to the field; 422 for a save).
 
 from __future__ import annotations
 
+import socket
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +34,41 @@ from .knobs import KNOBS
 
 STATIC = Path(__file__).parent / "static"
 MAX_POLICY = 1 << 20  # characters of policy text a request may carry
-_LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_WILDCARD = ("0.0.0.0", "::", "")  # every address of the machine
 
 
-def create_app(bench: benchmod.Bench, host: str = "127.0.0.1") -> Starlette:
-    """The app for one opened policy and record set; ``host`` is the address it is served on
-    (requests naming another host are refused: a page elsewhere cannot reach this one by DNS
-    rebinding)."""
+def served_hosts(host: str, allow: Sequence[str] = ()) -> list[str]:
+    """The Host header values the page answers to: loopback, the address it is served on, the
+    ``allow`` names (``--allow-host``) and, for a wildcard address (``0.0.0.0``, ``::``), the
+    machine's own names and the addresses they resolve to, since a browser elsewhere on the
+    network names the machine in its Host header. Any other name is refused: a page elsewhere
+    cannot reach this one by DNS rebinding."""
+    names = {*_LOOPBACK, host, *allow}
+    if host in _WILDCARD:
+        names |= _machine_names()
+    return sorted({_host_header(name) for name in names if name})
+
+
+def _machine_names() -> set[str]:
+    names = {socket.gethostname(), socket.getfqdn()}
+    for name in list(names):
+        try:  # the resolver's answer for the machine's own name (usually /etc/hosts)
+            names |= {str(info[4][0]).partition("%")[0] for info in socket.getaddrinfo(name, None)}
+        except OSError:
+            continue
+    return names
+
+
+def _host_header(name: str) -> str:
+    """A name as a Host header carries it: an IPv6 address in brackets, lower case."""
+    name = name.strip().lower()
+    return f"[{name}]" if ":" in name and not name.startswith("[") else name
+
+
+def create_app(bench: benchmod.Bench, host: str = "127.0.0.1", allow_hosts: Sequence[str] = ()) -> Starlette:
+    """The app for one opened policy and record set; ``host`` is the address it is served on,
+    ``allow_hosts`` more names it answers to (see :func:`served_hosts`)."""
     lock = threading.Lock()  # one run at a time: runs are CPU-bound and share the loaded records
 
     def evaluate(text: str, edits: dict[str, Any]) -> dict[str, Any]:
@@ -86,7 +116,7 @@ def create_app(bench: benchmod.Bench, host: str = "127.0.0.1") -> Starlette:
         return Response(text, media_type="application/yaml",
                         headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
-    hosts = sorted({*_LOOPBACK, host, "testserver"})  # testserver: starlette's TestClient
+    hosts = [*served_hosts(host, allow_hosts), "testserver"]  # testserver: starlette's TestClient
     return Starlette(
         routes=[
             Route("/", page),
