@@ -211,6 +211,9 @@ def test_deep_yaml_and_an_answer_that_is_not_json_show_one_line_at_the_editor(pa
 
 
 def test_playback_play_pause_next_restart_keep_the_settings(page: Any) -> None:
+    page.clock.install()  # the page's clock is the test's: playback is checked in exact seconds, not wall time
+    page.reload()
+    page.wait_for_selector("body[data-ready=true]")
     start(page, recency_weight="1")
     assert page.inner_text("#clock").endswith("· playing")  # an input change restarts inspection and plays
     page.evaluate("Object.defineProperty(document, 'hidden', {value: true, configurable: true});"
@@ -223,12 +226,13 @@ def test_playback_play_pause_next_restart_keep_the_settings(page: Any) -> None:
     assert page.inner_text("#clock").startswith("10.0 s of 30 s · stage 2 of 4 · paused")
     assert "in scope" in page.inner_text("#stage-scope")
     page.select_option("#speed", "2")
+    page.clock.pause_at(page.evaluate("Date.now()") + 1000)  # time now moves only when the test says
     page.click("#play")
-    page.wait_for_function("!document.getElementById('clock').textContent.startsWith('10.0 s')")
+    page.clock.run_for(2000)  # 2 s at 2×: 4 s of inspection
+    assert page.inner_text("#clock").startswith("14.0 s of 30 s · stage 2 of 4 · playing")
     page.click("#play")  # pause
-    frozen = page.inner_text("#clock")
-    page.wait_for_timeout(300)
-    assert page.inner_text("#clock") == frozen and frozen.endswith("· paused")
+    page.clock.run_for(3000)
+    assert page.inner_text("#clock").startswith("14.0 s of 30 s · stage 2 of 4 · paused")
     page.click("#next")
     assert page.inner_text("#clock").startswith("20.0 s of 30 s · stage 3 of 4 · paused")
     assert "#1 · score 0.997" in page.inner_text("#stage-ranking")
