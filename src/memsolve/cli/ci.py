@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 
 import click
 
 from .. import __version__, pipeline
 from ..ci import audit as auditing
-from ..ci.findings import FORMATS, Finding, failed, render
+from ..ci.findings import FORMATS, Finding, failed, render, stopped
 from ..context import Context
-from ..errors import InputError
+from ..errors import InputError, MemsolveError, SolverError
 from ..policies.load import load_policy
 from ..records import load_records
 from ..render import RESULT_FORMATS, capture, comparison_table, diff_tables
@@ -35,6 +37,27 @@ def _emit(findings: list[Finding], fmt: str, summary: str, out: str | None, forc
     write_output(render(findings, fmt, __version__, summary), out, force)
 
 
+@contextlib.contextmanager
+def _stop_reported(suite: str, fmt: str, force: bool, reports: tuple[tuple[str, str], ...]) -> Iterator[None]:
+    """An error that stops the command is still in its reports: each --report file holds it as one
+    failed finding at the error's file and line, and a github log annotates it. The annotation goes
+    to stderr, where GitHub reads it too: on an input error stdout stays empty. The error line and
+    the exit status (2, or 3 for a solver) stay the guard's."""
+    try:
+        yield
+    except MemsolveError as error:
+        findings = [stopped(suite, error)]
+        summary = f"{suite}: stopped by an error (exit {3 if isinstance(error, SolverError) else 2})"
+        for extra, path in reports:
+            try:
+                write_output(render(findings, extra, __version__, summary), path, force)
+            except InputError:
+                pass  # e.g. an existing file without --force: the error itself is still printed, and fails the run
+        if fmt == "github":
+            click.echo(render(findings, fmt, __version__), err=True, nl=False)
+        raise
+
+
 def _report(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     out = []
     for value in values:
@@ -48,7 +71,7 @@ def _report(ctx: click.Context, param: click.Parameter, values: tuple[str, ...])
 report_option = click.option(
     "--report", "reports", multiple=True, metavar="FORMAT=FILE", callback=_report,
     help="Also write the findings in another format to a file (repeatable), e.g. sarif=memsolve.sarif: "
-         "one run for the log, SARIF and JUnit.")
+         "one run for the log, SARIF and JUnit. An error that stops the command is written there too.")
 
 
 def _report_files(reports: tuple[tuple[str, str], ...]) -> dict[str, str]:
@@ -70,12 +93,13 @@ def audit(inputs: Inputs, context: Context, baseline, write_baseline, fmt, out, 
         raise InputError("give --baseline FILE to compare, or --write-baseline FILE to store one")
     check_outputs({"--out": out, "--write-baseline": write_baseline, **_report_files(reports)},
                   [("--baseline", baseline), *inputs.files()])
-    policy, records = inputs.load()
-    result = pipeline.solve(policy, records, context)
-    if write_baseline:
-        write_output(auditing.dumps(auditing.baseline(result)), write_baseline, force)
-    stored = None if baseline is None else auditing.load_baseline(baseline)
-    report = auditing.audit(policy, records, context, result, stored)
+    with _stop_reported("audit", fmt, force, reports):
+        policy, records = inputs.load()
+        result = pipeline.solve(policy, records, context)
+        if write_baseline:
+            write_output(auditing.dumps(auditing.baseline(result)), write_baseline, force)
+        stored = None if baseline is None else auditing.load_baseline(baseline)
+        report = auditing.audit(policy, records, context, result, stored)
     _emit(report.findings, fmt, report.summary, out, force, reports)
     sys.exit(EXIT_FAILED if report.failed else EXIT_OK)
 
@@ -109,10 +133,11 @@ def test_command(paths, fmt, out, force, reports) -> None:
     from ..ci.policytest import find_test_files, run_file, summary
 
     check_outputs({"--out": out, **_report_files(reports)}, [("a test path", path) for path in paths])
-    files = find_test_files(list(paths))
-    if not files:
-        raise InputError(f"no policy test files under {', '.join(paths)}")
-    findings = [finding for path in files for finding in run_file(path)]
+    with _stop_reported("test", fmt, force, reports):
+        files = find_test_files(list(paths))
+        if not files:
+            raise InputError(f"no policy test files under {', '.join(paths)}")
+        findings = [finding for path in files for finding in run_file(path)]
     _emit(findings, fmt, summary(findings), out, force, reports)
     sys.exit(EXIT_FAILED if failed(findings) else EXIT_OK)
 
@@ -151,14 +176,15 @@ def check(policies, records_path, fmt, out, force, reports) -> None:
     check_outputs({"--out": out, **_report_files(reports)},
                   [("--records", records_path), *(("a policy", path) for path in policies)])
     findings = []
-    for path in policies:
-        source = records_path
-        if source is None:
-            try:
-                source = load_policy(path).records
-            except InputError:
-                source = None
-        findings += check_policy(path, None if source is None else load_records(source))
+    with _stop_reported("check", fmt, force, reports):
+        for path in policies:
+            source = records_path
+            if source is None:
+                try:
+                    source = load_policy(path).records
+                except InputError:
+                    source = None
+            findings += check_policy(path, None if source is None else load_records(source))
     _emit(findings, fmt, summary(policies, findings), out, force, reports)
     sys.exit(EXIT_FAILED if failed(findings) else EXIT_OK)
 
