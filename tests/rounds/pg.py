@@ -73,3 +73,14 @@ def fresh_schema(address: str) -> str:
     with psycopg.connect(address, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {name}")
     return f"{address}&options=-csearch_path%3D{name}"
+
+
+def restart(address: str) -> None:
+    """Restart the server of ``address`` (one ``server()`` started), as an operator would: every
+    client's connection is closed by the server; the options of its start are kept."""
+    from urllib.parse import parse_qs, urlsplit
+
+    folder = Path(parse_qs(urlsplit(address).query)["host"][0])
+    subprocess.run(_as_server_user([str(bindir() / "pg_ctl"), "-D", str(folder / "data"), "-l", str(folder / "log"),
+                                    "-m", "fast", "-w", "-t", "60", "restart"]),
+                   check=True, capture_output=True, text=True)

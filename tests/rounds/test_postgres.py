@@ -203,6 +203,32 @@ def test_a_connection_dropped_mid_round_is_one_line_on_the_command_line(monkeypa
     assert cli("state", "export", "--state", pg_address).stdout == before
 
 
+def test_a_connection_the_server_closed_between_rounds_is_reopened(pg_address: str, postgres: str) -> None:
+    """The server ended the idle connection (an operator, an idle timeout): the next round fails
+    at BEGIN, before anything was done, so the store reconnects and runs it."""
+    policy, records, context = _fleet()
+    store = StateStore(pg_address)
+    store.round(policy, records, context, agent="a")
+    pid = store._connections[threading.get_ident()].info.backend_pid
+    assert _psql(postgres, "SELECT pg_terminate_backend(%s)", (pid,)) == [(True,)]
+    time.sleep(0.2)  # the backend's exit reaches the client's socket
+    assert store.round(policy, records, context, agent="a").round == 2
+    assert store._connections[threading.get_ident()].info.backend_pid != pid
+    assert [h["round"] for h in store.export()["agents"][0]["history"]] == [1, 2]
+
+
+def test_the_first_round_after_a_server_restart_runs(pg_address: str, postgres: str) -> None:
+    from . import pg
+
+    policy, records, context = _fleet()
+    store, reader = StateStore(pg_address), StateStore(pg_address)
+    store.round(policy, records, context, agent="a")
+    assert [h["round"] for h in reader.export()["agents"][0]["history"]] == [1]  # a reader's connection too
+    pg.restart(postgres)
+    assert store.round(policy, records, context, agent="a").round == 2
+    assert [h["round"] for h in reader.export()["agents"][0]["history"]] == [1, 2]
+
+
 # --- both lock modes keep one round per key at a time -------------------------------------
 
 def _fleet() -> tuple[memsolve.Policy, memsolve.RecordSet, memsolve.Context]:

@@ -19,8 +19,9 @@ The tables live in the connection's current schema: an address with
 write on a connection creates the tables if they are missing, in a transaction of its own under
 a fixed advisory lock, so many first rounds at once create them once (an empty schema left by a
 round that then failed holds no state). Each thread keeps one connection per store (opened on
-first use, replaced when it breaks or after a fork); :meth:`PostgresStore.close` closes them, and
-so does the store's garbage collection.
+first use, replaced when it breaks or after a fork; one the server closed while it sat idle,
+as a server restart does, is replaced and the transaction begun again, since nothing of it
+was done); :meth:`PostgresStore.close` closes them, and so does the store's garbage collection.
 
 Errors are one line: the address without its password (not shown at all when it does not
 parse), what failed, and the first line of the server's or libpq's message with every form of
@@ -166,22 +167,45 @@ class PostgresStore(StateStore):
 
     @contextmanager
     def transaction(self, write: bool = True, lock: AgentKey | None = None) -> Iterator[Any]:
-        """One transaction, rolled back on error; None when nothing is stored and not ``write``."""
+        """One transaction, rolled back on error; None when nothing is stored and not ``write``.
+
+        A connection the server closed while it sat idle (a server restart, an idle timeout,
+        ``pg_terminate_backend``) shows only when it is used: a failure up to and including the
+        lock statement, on a connection that is then broken, is retried once on a new one
+        (nothing of the transaction was done yet). Past the lock it is the caller's error."""
         import psycopg
 
-        conn = self._connection()
+        for attempt in (1, 2):
+            conn = self._connection()
+            tx = conn.transaction()
+            try:
+                if write and not conn._memsolve_ready:
+                    self._create(conn)
+                tx.__enter__()
+                try:
+                    if not write:
+                        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                    ready = self._ready(conn)
+                    if ready and lock is not None:
+                        self._lock(conn, lock)
+                except BaseException as exc:
+                    tx.__exit__(type(exc), exc, exc.__traceback__)
+                    raise
+            except psycopg.OperationalError as exc:
+                if attempt == 1 and conn.broken:
+                    continue
+                raise self._error(exc) from None
+            except psycopg.Error as exc:
+                raise self._error(exc) from None
+            break
         try:
-            if write and not conn._memsolve_ready:
-                self._create(conn)
-            with conn.transaction():
-                if not write:
-                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
-                if not self._ready(conn):
-                    yield None
-                    return
-                if lock is not None:
-                    self._lock(conn, lock)
-                yield conn
+            try:
+                yield conn if ready else None
+            except BaseException as exc:
+                if not tx.__exit__(type(exc), exc, exc.__traceback__):
+                    raise
+            else:
+                tx.__exit__(None, None, None)
         except psycopg.Error as exc:
             raise self._error(exc) from None
 
