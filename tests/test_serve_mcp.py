@@ -116,9 +116,44 @@ def test_an_import_source_and_explain_before_any_selection(tmp_path: Path) -> No
     (["--records", "-"], "--records - is standard input, which carries the protocol here; name a file"),
     (["--records", "examples/imports/langgraph.json", "--agent", "a"], "--state and --agent go together"),
     (["--records", "missing.jsonl"], "missing.jsonl: file not found"),
+    (["--policy", "-", "--records", "examples/imports/langgraph.json"],
+     "--policy - is standard input, which carries the protocol here; name a file"),
+    (["--records", "examples/imports/langgraph.json", "--from", "langgraph", "--state", "/nonexistent/dir/s.db",
+      "--agent", "a"], "/nonexistent/dir/s.db: no directory /nonexistent/dir to keep the state file in"),
+    (["--records", "examples/imports/langgraph.json", "--from", "langgraph",
+      "--state", "examples/imports/langgraph.json", "--agent", "a"],
+     "examples/imports/langgraph.json: --state and --records name the same file; memsolve never "
+     "writes over its own input or one output over another, even with --force"),
+    (["--records", "examples/imports/langgraph.json", "--from", "langgraph",
+      "--state", "policies/imported-memories.yaml", "--agent", "a"],
+     "policies/imported-memories.yaml: --state and --policy name the same file; memsolve never "
+     "writes over its own input or one output over another, even with --force"),
+    (["--records", "examples/imports/langgraph.json", "--from", "langgraph", "--state", "README.md", "--agent", "a"],
+     "README.md: not a memsolve state file or corrupt (file is not a database); left untouched"),
 ])
 def test_bad_command_lines_are_one_line_before_the_server_starts(args: list[str], message: str) -> None:
     proc = subprocess.run([sys.executable, "-m", "memsolve", "mcp", "--policy", POLICY, *args], capture_output=True,
                           text=True, cwd=ROOT, stdin=subprocess.DEVNULL, timeout=60)
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == f"error: {message}\n" if ":" in message.split()[0] else f"error: <input>: {message}\n"
+    assert proc.stderr == (f"error: {message}\n" if ":" in message.split()[0] else f"error: <input>: {message}\n")
+
+
+def test_from_an_export_leaves_out_other_tenants_bad_items_and_fails_on_its_own(tmp_path: Path) -> None:
+    """DESIGN §9: another tenant's unmappable item neither stops this tenant's server nor shows its
+    values; the policy tenant's own unmappable item is the error it would be for `memsolve import`."""
+    good = {"id": "m1", "memory": "the deploy failed on a TLS check", "user_id": "acme",
+            "created_at": "2026-11-27T10:00:00Z"}
+    theirs = {"id": "m2", "memory": "globex secret", "user_id": "globex", "created_at": "secret-globex-time"}
+    unknown = {"id": "m3", "memory": "no owner", "created_at": "2026-11-27T10:00:00Z", "score": "high"}
+    export = tmp_path / "mem0.json"
+    export.write_text(json.dumps([good, theirs, unknown]))
+    _, (turn,), errors = _session(tmp_path, "--policy", POLICY, "--records", str(export), "--from", "mem0",
+                                  calls=[("select_context", {"query": "deploy", "now": NOW})])
+    assert [s["id"] for s in turn.structured_content["selected"]] == ["m1"]
+    assert errors == "--from mem0: left out 2 unmappable items of other or unknown tenants\n"
+    export.write_text(json.dumps([good, theirs, {**good, "id": "m4", "created_at": "yesterday"}]))
+    proc = subprocess.run([sys.executable, "-m", "memsolve", "mcp", "--policy", POLICY, "--records", str(export),
+                           "--from", "mem0"], capture_output=True, text=True, cwd=ROOT, stdin=subprocess.DEVNULL,
+                          timeout=60)
+    assert proc.returncode == 2 and "globex" not in proc.stderr
+    assert proc.stderr.startswith(f"error: {export}:1:") and "[2].created_at: `yesterday`" in proc.stderr

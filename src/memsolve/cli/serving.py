@@ -6,7 +6,7 @@ import click
 
 from ..adapters import SOURCES
 from ..errors import InputError
-from .common import guarded
+from .common import check_outputs, guarded
 
 
 @click.command()
@@ -28,6 +28,8 @@ def mcp(policy_path, records_path, source, state_path, agent) -> None:
     """
     if records_path == "-":
         raise InputError("--records - is standard input, which carries the protocol here; name a file")
+    if policy_path == "-":
+        raise InputError("--policy - is standard input, which carries the protocol here; name a file")
     if (state_path is None) != (agent is None):
         raise InputError("--state and --agent go together")
     try:
@@ -43,14 +45,46 @@ def mcp(policy_path, records_path, source, state_path, agent) -> None:
     records_path = records_path or policy.records
     if records_path is None:
         raise InputError("no records: pass --records or set `records:` in the policy", policy.locate("records"))
+    if state_path is not None:  # before the server starts: else every call would fail the same way
+        check_outputs({"--state": state_path}, [("--policy", policy_path), ("--records", str(records_path))])
+        _check_state(state_path)
     if source is not None:
-        from ..adapters import import_file
-
-        records = load_records(list(import_file(source, str(records_path)).records))
+        records = load_records(_imported(source, str(records_path), policy.tenant))
     else:
         records = load_records(records_path)
     selector = Selector(policy, records, state=state_path, agent=agent)
     build_server(selector).run("stdio")
+
+
+def _imported(source: str, file: str, tenant: str | None) -> list:
+    """The export's records. Under a tenant policy, items of other or unknown tenants that cannot
+    be mapped are left out and counted (never shown, DESIGN §9); only the tenant's own fail."""
+    from ..adapters import Options, import_file
+
+    if tenant is None:
+        return list(import_file(source, file).records)
+    imported = import_file(source, file, Options(skip_unmappable=True))
+    own = [skipped for skipped in imported.skipped if skipped.tenant == tenant]
+    if own:
+        raise own[0].error
+    if imported.skipped:  # standard error: standard output carries the protocol
+        click.echo(f"--from {source}: left out {len(imported.skipped)} unmappable items of other or unknown "
+                   "tenants", err=True)
+    return list(imported.records)
+
+
+def _check_state(state_path: str) -> None:
+    """The state store opens, and a file there is a state file (not the records, say)."""
+    from pathlib import Path
+
+    from ..errors import StateError
+    from ..rounds.state import SQLiteStore, StateStore
+
+    store = StateStore(state_path)
+    if isinstance(store, SQLiteStore) and not Path(state_path).parent.is_dir():
+        raise StateError(f"{state_path}: no directory {Path(state_path).parent} to keep the state file in")
+    with store, store.transaction(write=False):
+        pass
 
 
 COMMANDS = (mcp,)
