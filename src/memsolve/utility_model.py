@@ -15,8 +15,9 @@ gives one. The features x of a level, computed over the tenant's records (never 
     tfidf, bm25 both lexical scorers on the level's own text, whichever the rule uses
     matched     the share of the query's distinct terms the level's text holds
     neighbour   the best score of the record just before and just after this one in its session
-                (input order): in a conversation an answer often sits next to the turn that
-                names the topic
+                (input order; a tenant's records without a session are one sequence), whatever
+                the rules decided about them: in a conversation an answer often sits next to
+                the turn that names the topic
 
 The last four are computed only for a model that names them.
 
