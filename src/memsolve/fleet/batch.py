@@ -46,14 +46,12 @@ class Agent:
 
 @dataclass(frozen=True)
 class AgentOutcome:
-    """What one agent's run gave: its result line, or its error; with an audit, its changed
-    outcomes (record id, rule or None, before, after)."""
+    """What one agent's run gave: its result line (with an audit, the audit's outcome in it), or
+    its error."""
 
     agent: str
     line: str | None = None
     error: str | None = None
-    exclusions: dict[str, int] = field(default_factory=dict)  # rule -> records it excluded
-    changed: tuple[tuple[str, str | None, str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -236,9 +234,7 @@ def solve_agent(policy: Any, agent: Agent, trace: str = "none", baseline_dir: st
                          "changed_by_rule": dict(sorted(by_rule.items())),
                          "changed": [{"id": id_, "rule": rule, "before": before, "after": after}
                                      for id_, rule, before, after in changed]}
-    exclusions = Counter(e.rule for e in result.excluded)
-    return AgentOutcome(agent.agent, json.dumps(line, ensure_ascii=False, sort_keys=False),
-                        exclusions=dict(exclusions), changed=tuple(changed))
+    return AgentOutcome(agent.agent, json.dumps(line, ensure_ascii=False, sort_keys=False))
 
 
 def solve_partition(agents: Iterable[Agent], policy_text: str, policy_file: str, trace: str,
@@ -343,7 +339,7 @@ def _summary(out: str | Path, agents: Sequence[Agent], solved: int, skipped: int
     for name, (_, item) in sorted(read_results(out).items()):
         if name not in listed:
             continue
-        exclusions.update(e.get("rule") or NO_RULE for e in item.get("excluded") or () if isinstance(e, dict))
+        exclusions.update(e["rule"] for e in item.get("excluded") or () if isinstance(e, dict) and e.get("rule"))
         audit = item.get("audit") if audited else None
         if isinstance(audit, dict) and audit.get("changed_outcomes"):
             changed_agents.append(name)
