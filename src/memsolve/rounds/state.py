@@ -26,6 +26,7 @@ that no read reaches harms nothing.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import math
 import sqlite3
@@ -386,9 +387,10 @@ class StateStore:
 
 def _backend(address: str | Path) -> type[StateStore]:
     if isinstance(address, str) and address.startswith(("postgresql://", "postgres://")):
-        from .postgres import PostgresStore
-
-        return PostgresStore
+        # a backend found by name, as a plugin is: the PostgreSQL module builds on this one (and
+        # needs the optional psycopg), so this module never imports it
+        backend: type[StateStore] = importlib.import_module("memsolve.rounds.postgres").PostgresStore
+        return backend
     return SQLiteStore
 
 
