@@ -42,7 +42,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, unquote_plus, urlencode, urlsplit, urlunsplit
 
 from ..errors import StateError
-from .state import SCHEMA_SQL, SCHEMA_VERSION, AgentKey, StateStore
+from .state import SCHEMA_SQL, SCHEMA_VERSION, SCHEMA_VERSION_SQL, AgentKey, StateStore, check_schema_version
 
 LOCKS = ("advisory", "row")
 _SCHEMA_LOCK = 0x4D454D53  # "MEMS": the advisory lock held while creating the tables
@@ -236,16 +236,7 @@ class PostgresStore(StateStore):
         if meta is None:
             raise StateError(f"{self.address}: holds an `agents` table that is not memsolve's (no memsolve_meta); "
                              "left untouched")
-        row = conn.execute("SELECT value FROM memsolve_meta WHERE key='schema_version'").fetchone()
-        try:
-            version = int(row[0]) if row else 0
-        except (TypeError, ValueError):
-            version = 0
-        if version > SCHEMA_VERSION:
-            raise StateError(f"{self.address}: state schema version {version} is newer than this memsolve supports "
-                             f"({SCHEMA_VERSION}); upgrade memsolve")
-        if version < 1:
-            raise StateError(f"{self.address}: state schema version missing or invalid (left untouched)")
+        check_schema_version(self.address, conn.execute(SCHEMA_VERSION_SQL).fetchone())
         conn._memsolve_ready = True
         return True
 

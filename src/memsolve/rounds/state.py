@@ -385,6 +385,23 @@ class StateStore:
         return len(states)
 
 
+SCHEMA_VERSION_SQL = "SELECT value FROM memsolve_meta WHERE key='schema_version'"
+
+
+def check_schema_version(where: str | Path, row: Sequence[Any] | None) -> None:
+    """Refuse a store whose stored schema version (the row of SCHEMA_VERSION_SQL) is newer than
+    this memsolve, or missing or invalid; both backends read the same table."""
+    try:
+        version = int(row[0]) if row else 0
+    except (TypeError, ValueError):
+        version = 0
+    if version > SCHEMA_VERSION:
+        raise StateError(f"{where}: state schema version {version} is newer than this memsolve supports "
+                         f"({SCHEMA_VERSION}); upgrade memsolve")
+    if version < 1:
+        raise StateError(f"{where}: state schema version missing or invalid (left untouched)")
+
+
 def _backend(address: str | Path) -> type[StateStore]:
     if isinstance(address, str) and address.startswith(("postgresql://", "postgres://")):
         # a backend found by name, as a plugin is: the PostgreSQL module builds on this one (and
@@ -469,18 +486,7 @@ class SQLiteStore(StateStore):
             return True
         if app_id != APPLICATION_ID or "memsolve_meta" not in tables:
             raise StateError(f"{self.path}: not a memsolve state file (left untouched)")
-        row = conn.execute("SELECT value FROM memsolve_meta WHERE key='schema_version'").fetchone()
-        try:
-            version = int(row[0]) if row else 0
-        except (TypeError, ValueError):
-            version = 0
-        if version > SCHEMA_VERSION:
-            raise StateError(
-                f"{self.path}: state schema version {version} is newer than this memsolve supports "
-                f"({SCHEMA_VERSION}); upgrade memsolve"
-            )
-        if version < 1:
-            raise StateError(f"{self.path}: state schema version missing or invalid (left untouched)")
+        check_schema_version(self.path, conn.execute(SCHEMA_VERSION_SQL).fetchone())
         return True
 
     def _corrupt(self, reason: str = "database disk image is malformed") -> StateError:
