@@ -10,9 +10,12 @@ import numpy as np
 
 from ..errors import InputError
 from ..records import MAX_UTILITY
+from . import native
 from .dp import MAX_CELLS, frontier, solve_dp
+from .engines import DENSE_CROSS_CHECK_CELLS as _DENSE_CROSS_CHECK_CELLS
 from .engines import ENGINES, CrossCheck, Outcome, run
 from .instance import Instance, Solution, scale
+from .kernel import MAX_LEVELS
 
 
 @dataclass(frozen=True)
@@ -72,12 +75,61 @@ def solve_arrays(
     ``engine``: ``auto`` (DP, CP-SAT when the DP table is too large), ``dp``, ``cp-sat`` or
     ``greedy`` (a baseline; status ``feasible``).
     """
-    instance = make_instance(tokens, utility, budget, **limits)
     if engine == "auto":
         engine = "dp"
+    if engine == "dp":
+        found = _solve_in_one_call(tokens, utility, budget, **limits)
+        if found is not None:
+            return found
+    instance = make_instance(tokens, utility, budget, **limits)
     outcome = run(instance, engine, "none", time_limit_s=time_limit_s, compare_greedy=False)
     s = outcome.solution
     return ArraySolution(s.choice, s.objective, s.tokens_used, s.status, s.bound, s.engine)
+
+
+def _solve_in_one_call(
+    tokens: Any, utility: Any, budget: Any, *, price: Any = 0.0, mask: Any = None, max_records: Any = None
+) -> ArraySolution | None:
+    """The ``dp`` engine's answer by one call of the compiled kernel (checks, scaling, search, tie
+    rule, objective), or None where the Python path answers: no kernel, arrays it would have to
+    convert, an input it refuses (it words the error), or a case the kernel leaves to it (a
+    binding count limit, the search's state limit, ties the dense DP orders). The allocation,
+    objective and tokens are those of the Python path (tests/solver/test_one_call.py)."""
+    module = native.module()
+    if (
+        module is None
+        or type(tokens) is not np.ndarray
+        or type(utility) is not np.ndarray
+        or tokens.dtype != np.int64
+        or utility.dtype != np.float64
+        or tokens.ndim != 2
+        or utility.shape != tokens.shape
+        or not tokens.flags.c_contiguous
+        or not utility.flags.c_contiguous
+        or type(budget) is not int
+        or type(price) not in (float, int)
+        or not (max_records is None or type(max_records) is int and max_records >= 0)
+        or not native.sums_like_numpy()
+    ):
+        return None
+    if mask is not None:
+        if type(mask) is not np.ndarray or mask.dtype != np.bool_ or mask.shape != tokens.shape:
+            return None
+        mask = np.ascontiguousarray(mask).view(np.uint8)
+    n, k = tokens.shape
+    if k > MAX_LEVELS or budget < 0:
+        return None
+    count = 1 if max_records is None else max_records + 1
+    # as the engine's Job: when the dense DP's table is small it orders massive ties, so the
+    # kernel does not run its bounded tie-rule DP to the end
+    bounded_ties = n * (budget + 1) * count > _DENSE_CROSS_CHECK_CELLS
+    choice = np.empty(n, dtype=np.int64)
+    found = module.solve_arrays(n, k, tokens, utility, mask, budget, float(price),
+                                -1 if max_records is None else max_records, bounded_ties, MAX_UTILITY, choice)
+    if found is None:
+        return None
+    objective, used, _ = found
+    return ArraySolution(choice, objective, used, "optimal", objective, "dp")
 
 
 __all__ = [

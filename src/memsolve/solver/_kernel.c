@@ -463,7 +463,8 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
    workspace serves them all; past KEEP_BYTES it is released after the call. */
 #define KEEP_BYTES ((size_t)64 << 20)
 enum { W_HULL, W_HULL_W, W_HULL_V, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
-       W_CAND, W_GREEDY, W_BAND, W_HULL_EFF, W_TAIL, W_TOP, W_LEAD, W_SLOTS };
+       W_CAND, W_GREEDY, W_BAND, W_HULL_EFF, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
+       W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
 static Vec ws_states = {NULL, 0, 0, sizeof(State)}, ws_layer_start = {NULL, 0, 0, sizeof(size_t)};
@@ -971,8 +972,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     rc = 0;
 done:
     ws_states = states; ws_layer_start = layer_start; ws_pairs = pairs; ws_pair_start = pair_start;
-    trim_workspace();
-    return rc;
+    return rc;  /* the caller trims the workspace once it no longer reads its own slots */
 }
 
 /* One array argument: its object, item size, whether the kernel writes it, its name, and the
@@ -1031,6 +1031,7 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     double info[13] = {0};
     int rc;
     rc = solve(&P, b[3].buf, b[4].buf, b[5].buf, bounded_ties, info);  /* holds the GIL: one shared workspace */
+    trim_workspace();
     if (rc < 0) { PyErr_NoMemory(); goto release; }
     if (rc == 2) { PyErr_SetString(PyExc_RuntimeError, "kernel: the tie-rule states lost the optimum"); goto release; }
     if (rc == 1) { out = Py_None; Py_INCREF(out); goto release; }
@@ -1194,9 +1195,156 @@ release:
     return result;
 }
 
+/* numpy's float64 sum of a contiguous array (pairwise: blocks of up to 128 summed by 8
+   accumulators, halves at a multiple of 8 above that), so that a sum taken here is the same
+   float as numpy's. native.py checks the two agree on this install before relying on it. */
+static double pairwise_sum(const double *a, size_t n) {
+    if (n < 8) {
+        double res = 0.;
+        for (size_t i = 0; i < n; i++) res += a[i];
+        return res;
+    }
+    if (n <= 128) {
+        double r[8];
+        for (int j = 0; j < 8; j++) r[j] = a[j];
+        size_t i;
+        for (i = 8; i < n - (n % 8); i += 8)
+            for (int j = 0; j < 8; j++) r[j] += a[i + j];
+        double res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) res += a[i];
+        return res;
+    }
+    size_t n2 = n / 2;
+    n2 -= n2 % 8;
+    return pairwise_sum(a, n2) + pairwise_sum(a + n2, n - n2);
+}
+
+static PyObject *kernel_sum(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
+    if (view.len % 8) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "sum: a float64 buffer");
+        return NULL;
+    }
+    double total = pairwise_sum(view.buf, (size_t)view.len / 8);
+    PyBuffer_Release(&view);
+    return PyFloat_FromDouble(total);
+}
+
+/* The whole exact solve of solve_arrays in one call: the input checks of make_instance, the
+   scaling of instance.scale (the same IEEE operations and numpy's summation, so the integers are
+   identical), the kernel's solve with the tie rule, and the allocation's objective, tokens and
+   the check that it is worth what the search proved. Returns (objective, tokens_used), or None
+   wherever the Python path must answer: an input it would refuse (it words the error), a count
+   limit the allocation breaks (a price per record is needed), the search's state limit, or ties
+   it orders otherwise (the tie rule not applied and bounded_ties false). */
+static PyObject *kernel_solve_arrays(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_tokens, *o_utility, *o_mask, *o_choice;
+    Py_ssize_t n, k;
+    long long budget, limit;
+    double price, max_utility;
+    int bounded_ties;
+    if (!PyArg_ParseTuple(args, "nnOOOLdLpdO", &n, &k, &o_tokens, &o_utility, &o_mask, &budget, &price, &limit,
+                          &bounded_ties, &max_utility, &o_choice))
+        return NULL;
+    if (k < 0 || k > 62 || n < 0) {
+        PyErr_SetString(PyExc_ValueError, "the kernel takes 0..62 levels per row");
+        return NULL;
+    }
+    int has_mask = o_mask != Py_None;
+    const Argument arg[] = {
+        {o_tokens, 8, 0, "tokens", n * k * 8}, {o_utility, 8, 0, "utility", n * k * 8}, {o_choice, 8, 1, "choice", n * 8},
+        {o_mask, 1, 0, "mask", n * k},
+    };
+    Py_buffer b[4];
+    if (take_buffers(arg, b, has_mask ? 4 : 3) < 0) return NULL;
+    PyObject *out = NULL;
+    const int64_t *t = b[0].buf;
+    const double *u = b[1].buf;
+    const uint8_t *mask = has_mask ? b[3].buf : NULL;
+    int64_t *choice = b[2].buf;
+    size_t cells = (size_t)n * (size_t)k;
+    if (budget < 0 || budget >= ((long long)1 << 40) || !(price >= 0.0) || isinf(price)) goto fallback;
+    for (size_t j = 0; j < cells; j++) {
+        if (mask && !mask[j]) continue;
+        if (t[j] < 0 || !(u[j] >= 0.0 && u[j] <= max_utility)) goto fallback;  /* NaN fails both */
+    }
+    {
+        double *best = scratch(W_BEST, (size_t)n, sizeof(double));
+        int64_t *values = scratch(W_VALUES, cells, sizeof(int64_t));
+        uint8_t *usable = scratch(W_USABLE, cells, 1);
+        uint8_t *keep = scratch(W_KEEP, (size_t)n * (size_t)(k + 1), 1);
+        int64_t *core = scratch(W_CORE, (size_t)n, sizeof(int64_t));
+        if (!best || !values || !usable || !keep || !core) { PyErr_NoMemory(); goto release; }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            double top = 0.0;
+            for (size_t j = (size_t)i * (size_t)k; j < (size_t)(i + 1) * (size_t)k; j++) {
+                if ((mask && !mask[j]) || t[j] > budget) continue;
+                double net = u[j] - price * (double)t[j];
+                if (net > top) top = net;
+            }
+            best[i] = top;
+        }
+        double total = n ? pairwise_sum(best, (size_t)n) : 0.0;
+        double room = 4503599627370496.0;  /* 2**52 */
+        double factor = total * 1000000.0 < room ? 1000000.0 : room / total;
+        for (size_t j = 0; j < cells; j++) {
+            int offered = (!mask || mask[j]) && t[j] <= budget;
+            double net = offered ? u[j] - price * (double)t[j] : 0.0;
+            values[j] = (int64_t)rint(net * factor);
+            usable[j] = (uint8_t)(offered && values[j] > 0);
+        }
+        Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1};
+        double info[13] = {0};
+        int rc = solve(&P, choice, keep, core, bounded_ties, info);
+        if (rc < 0) { PyErr_NoMemory(); goto release; }
+        if (rc == 2) { PyErr_SetString(PyExc_RuntimeError, "kernel: the tie-rule states lost the optimum"); goto release; }
+        if (rc == 1 || (!info[9] && !bounded_ties)) goto fallback;
+        /* the allocation: kept count, tokens, scaled value and, in row order, the net value of
+           each chosen level (best[] is free again), summed as numpy sums them */
+        size_t kept = 0;
+        int64_t used = 0, worth = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int64_t c = choice[i];
+            if (c < 0) continue;
+            size_t j = (size_t)i * (size_t)k + (size_t)c;
+            if (c >= k || !usable[j]) {
+                PyErr_SetString(PyExc_RuntimeError, "kernel: chose a level that is not offered");
+                goto release;
+            }
+            used += t[j];
+            worth += values[j];
+            best[kept++] = u[j] - price * (double)t[j];
+        }
+        if (limit >= 0 && (long long)kept > limit) goto fallback;
+        if (worth != (int64_t)info[3] || used != (int64_t)info[4] || used > budget) {
+            PyErr_Format(PyExc_RuntimeError, "kernel: reported value %lld with %lld tokens, but its allocation is "
+                         "worth %lld with %lld", (long long)info[3], (long long)info[4], (long long)worth,
+                         (long long)used);
+            goto release;
+        }
+        out = Py_BuildValue("(dLi)", pairwise_sum(best, kept), (long long)used, (int)info[9]);
+        goto release;
+    }
+fallback:
+    out = Py_None;
+    Py_INCREF(out);
+release:
+    release_buffers(b, has_mask ? 4 : 3);
+    trim_workspace();
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"solve", kernel_solve, METH_VARARGS,
      "solve(n, k, tokens, values, usable, capacity, choice, keep, core, bounded_ties) -> info, or None past the limit"},
+    {"solve_arrays", kernel_solve_arrays, METH_VARARGS,
+     "solve_arrays(n, k, tokens, utility, mask|None, budget, price, limit, bounded_ties, max_utility, choice) -> "
+     "(objective, tokens_used, tie_rule), or None where the Python path answers"},
+    {"sum", kernel_sum, METH_VARARGS, "sum(float64 buffer) -> numpy's pairwise sum of it"},
     {"greedy", kernel_greedy, METH_VARARGS,
      "greedy(n, k, order, tokens, usable, budget, limit, choice): the greedy baseline's walk"},
     {"dual", kernel_dual, METH_VARARGS,

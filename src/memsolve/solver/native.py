@@ -31,6 +31,29 @@ def module() -> ModuleType | None:
     return _built if enabled() else None
 
 
+_SUMS_MATCH: bool | None = None
+
+
+def sums_like_numpy() -> bool:
+    """The compiled module sums float64 arrays to the same float as this numpy (pairwise
+    summation): checked once, on lengths around every block boundary, before a sum taken in C
+    is reported in place of numpy's (the one-call path of ``solve_arrays``)."""
+    global _SUMS_MATCH
+    if _SUMS_MATCH is None:
+        module = _built
+        _SUMS_MATCH = module is not None and hasattr(module, "sum")
+        if _SUMS_MATCH:
+            import numpy as np
+
+            rng = np.random.default_rng(18)
+            for n in (0, 1, 7, 8, 9, 100, 127, 128, 129, 130, 255, 256, 257, 1000, 4099, 8191, 8193, 20_000, 70_001):
+                values = rng.random(n) * 10.0 ** rng.uniform(-3.0, 3.0, n)
+                if module.sum(values) != float(values.sum()):
+                    _SUMS_MATCH = False
+                    break
+    return _SUMS_MATCH
+
+
 def describe() -> str:
     """Which exact kernel this install runs, for ``memsolve --version``."""
     if enabled():

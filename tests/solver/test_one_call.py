@@ -1,0 +1,150 @@
+"""solve_arrays in one call of the compiled kernel: the same allocation, objective (to the bit),
+tokens and bound as the engine's path and the numpy path; the Python path wherever the one call
+declines, with the same errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import memsolve.solver as solver
+from memsolve.errors import InputError
+from memsolve.solver import native, run, solve_arrays
+
+from .helpers import generated, instances
+
+pytestmark = pytest.mark.skipif(not native.built(), reason="the one-call path needs the compiled kernel")
+
+
+def _arrays(inst):
+    """The instance's arrays as a caller passes them (the mask only where a level is withheld)."""
+    mask = None if inst.mask.all() else inst.mask.copy()
+    tokens = np.ascontiguousarray(inst.tokens, dtype=np.int64)
+    utility = np.where(inst.mask, inst.utility, 0.0)
+    return tokens, utility, inst.budget, {"price": inst.price, "mask": mask, "max_records": inst.max_records}
+
+
+def _by_engine(inst):
+    """The answer of the engine's path (make_instance, Job, kernel or numpy, make_solution)."""
+    return run(inst, "dp", "none", compare_greedy=False).solution
+
+
+def _same(fast, slow) -> None:
+    assert fast.choice.tolist() == slow.choice.tolist()
+    assert fast.objective == slow.objective  # the same float: numpy's summation, in C
+    assert fast.tokens_used == slow.tokens_used
+    assert fast.status == slow.status == "optimal"
+    assert fast.bound == fast.objective
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(instances(max_n=8, max_k=4, integral=True), instances(max_n=8, max_k=3)))
+def test_one_call_equals_the_engines_path(inst) -> None:
+    tokens, utility, budget, limits = _arrays(inst)
+    one = solver._solve_in_one_call(tokens, utility, budget, **limits)
+    slow = _by_engine(inst)
+    if one is None:  # declined: only a binding count limit (or the dense DP's tie order) sends it back
+        assert inst.max_records is not None and slow.count == inst.max_records
+    else:
+        _same(one, slow)
+    _same(solve_arrays(tokens, utility, budget, **limits), slow)
+
+
+@pytest.mark.parametrize("kind", ["memory", "uncorrelated", "strong", "subset", "ties"])
+@pytest.mark.parametrize("n", [0, 1, 150, 1200])
+def test_one_call_answers_every_class_and_the_numpy_path_agrees(kind, n, monkeypatch: pytest.MonkeyPatch) -> None:
+    inst = generated(kind, n, 5)
+    tokens, utility, budget, limits = _arrays(inst)
+    one = solver._solve_in_one_call(tokens, utility, budget, **limits)
+    assert one is not None  # not vacuous: the one call answers these
+    _same(one, _by_engine(inst))
+    monkeypatch.setenv("MEMSOLVE_KERNEL", "numpy")
+    assert solver._solve_in_one_call(tokens, utility, budget, **limits) is None
+    _same(one, solve_arrays(tokens, utility, budget, **limits))
+
+
+def test_a_large_allocation_sums_as_numpy_does() -> None:
+    """Over 8,192 kept rows (numpy's buffer size) the objective is still numpy's float."""
+    rng = np.random.default_rng(3)
+    tokens = rng.integers(1, 50, size=(30_000, 2))
+    utility = rng.random((30_000, 2)) * 10.0 ** rng.uniform(-3, 3, (30_000, 1))
+    budget = int(tokens.max(axis=1).sum())
+    inst = solver.make_instance(tokens, utility, budget, price=0.001)
+    one = solver._solve_in_one_call(tokens, utility, budget, price=0.001)
+    assert one is not None and int((one.choice >= 0).sum()) > 8192
+    _same(one, _by_engine(inst))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0, 1e12, allow_nan=False), max_size=600))
+def test_the_compiled_sum_is_numpys(values) -> None:
+    array = np.array(values, dtype=np.float64)
+    assert native.module().sum(array) == float(array.sum())
+
+
+def test_the_summation_probe_passes_on_this_install() -> None:
+    assert native.sums_like_numpy()
+
+
+def test_a_binding_count_limit_goes_to_the_priced_path() -> None:
+    inst = generated("memory", 200, 2, max_records=10)
+    tokens, utility, budget, limits = _arrays(inst)
+    assert solver._solve_in_one_call(tokens, utility, budget, **limits) is None
+    answer = solve_arrays(tokens, utility, budget, **limits)
+    assert int((answer.choice >= 0).sum()) == 10
+    _same(answer, _by_engine(inst))
+    loose = generated("memory", 200, 2, max_records=200)  # does not bind: one call
+    tokens, utility, budget, limits = _arrays(loose)
+    one = solver._solve_in_one_call(tokens, utility, budget, **limits)
+    assert one is not None
+    _same(one, _by_engine(loose))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda t, u: (t.__setitem__((1, 0), -1), {}), "tokens must be >= 0"),
+        (lambda t, u: (u.__setitem__((0, 1), np.nan), {}), "utilities must be finite"),
+        (lambda t, u: (u.__setitem__((2, 0), np.inf), {}), "utilities must be finite"),
+        (lambda t, u: (u.__setitem__((2, 0), -0.5), {}), "utilities must be finite"),
+        (lambda t, u: (u.__setitem__((2, 0), 2e15), {}), "utilities must be finite"),
+        (lambda t, u: (None, {"price": float("nan")}), "price must be finite"),
+        (lambda t, u: (None, {"price": -1.0}), "price must be finite"),
+        (lambda t, u: (None, {"budget": -3}), "budget must be an integer"),
+        (lambda t, u: (None, {"max_records": -1}), "max_records must be >= 0"),
+    ],
+)
+def test_refused_inputs_get_the_python_paths_error(change, message) -> None:
+    tokens = np.array([[5, 2], [4, 1], [3, 3]], dtype=np.int64)
+    utility = np.array([[3.0, 1.0], [2.0, 1.5], [1.0, 0.5]])
+    _, options = change(tokens, utility)
+    budget = options.pop("budget", 6)
+    assert solver._solve_in_one_call(tokens, utility, budget, **options) is None
+    with pytest.raises(InputError, match=message):
+        solve_arrays(tokens, utility, budget, **options)
+
+
+def test_a_withheld_level_may_hold_any_number() -> None:
+    """A level the mask withholds is not checked (as make_instance), nor ever chosen."""
+    tokens = np.array([[-5, 2], [4, 1]], dtype=np.int64)
+    utility = np.array([[np.nan, 1.0], [2.0, 1.5]])
+    mask = np.array([[False, True], [True, True]])
+    one = solver._solve_in_one_call(tokens, utility, 5, mask=mask)
+    assert one is not None and one.choice.tolist() == [1, 1]
+    _same(one, _by_engine(solver.make_instance(tokens, utility, 5, mask=mask)))
+
+
+def test_other_dtypes_and_layouts_take_the_python_path() -> None:
+    tokens = np.array([[5, 2], [4, 1], [3, 3]], dtype=np.int32)
+    utility = np.array([[3.0, 1.0], [2.0, 1.5], [1.0, 0.5]])
+    assert solver._solve_in_one_call(tokens, utility, 6) is None
+    assert solver._solve_in_one_call(tokens.astype(np.int64), utility, 6) is not None
+    assert solver._solve_in_one_call(np.asfortranarray(tokens.astype(np.int64)), utility, 6) is None
+    assert solver._solve_in_one_call(tokens.tolist(), utility, 6) is None
+    expected = solve_arrays(tokens.astype(np.int64), utility, 6)
+    for variant in (tokens, np.asfortranarray(tokens), tokens.tolist()):
+        assert solve_arrays(variant, utility, 6).choice.tolist() == expected.choice.tolist()
+    with pytest.raises(InputError, match="tokens must be integers"):
+        solve_arrays(tokens.astype(float), utility, 6)
