@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import memsolve
-from memsolve.cache import PROVIDERS, PromptOrder, Rates, dollars, prompt_order, reused
+from memsolve.cache import PROVIDERS, Placed, PromptOrder, Rates, dollars, intact_prefix, prompt_order, reused
 from memsolve.policies.model import CacheSettings
 from memsolve.result import Chosen
 from memsolve.schemas import validator
@@ -185,3 +187,57 @@ def test_with_state_the_selector_keeps_the_prompt_order_per_agent(tmp_path) -> N
     assert second.round == 2 and second.prompt_order == ("a", "d")
     other = Selector(p, later, state=state, agent="two")
     assert other.select(now=1).prompt_order == ("c", "d") and other.prompt_orders.keys() == {None}
+
+
+def _versions() -> st.SearchStrategy[list[dict]]:
+    """Records r0..r5 over turns: each turn's utilities, and some records' text or sizes changed."""
+    record = st.fixed_dictionaries({
+        "utility": st.sampled_from([0.5, 1.0, 2.0, 3.0]), "raw": st.integers(1, 4), "summary": st.integers(1, 2),
+        "text": st.sampled_from(["alpha", "beta", None]), "here": st.booleans(),
+    })
+    return st.lists(st.lists(record, min_size=6, max_size=6), min_size=2, max_size=4)
+
+
+def _turn_records(turn: list[dict]) -> list[dict]:
+    out = []
+    for i, r in enumerate(turn):
+        if not r["here"] and i % 2:
+            continue  # removed this turn
+        levels = {"raw": {"tokens": r["raw"], "utility": r["utility"]},
+                  "summary": {"tokens": r["summary"], "utility": r["utility"] / 2, "text": f"s{r['summary']}"}}
+        if r["text"] is not None:
+            levels["raw"]["text"] = r["text"]
+        out.append({"id": f"r{i}", "timestamp": 0, "representations": levels})
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(turns=_versions(), carry=st.sampled_from(["same", "new", "stored"]), cached=st.booleans())
+def test_the_arrays_order_as_the_records_do(turns: list[list[dict]], carry: str, cached: bool) -> None:
+    """The prompt order over the rows (records held by the process, found by place or id, or
+    read back as digests) is the order :func:`prompt_order` gives over the selected records."""
+    p = policy(6, CACHED.format(value=1000) if cached else "")
+    selector = Selector(p, _turn_records(turns[0]))
+    previous = None
+    for turn in turns:
+        if carry == "same":  # the same Selector: changed records removed and added again
+            selector.remove([r.id for r in selector.records.records])
+            selector.add(_turn_records(turn))
+        else:
+            selector = _carry(selector, p, _turn_records(turn))
+            if carry == "stored" and None in selector.prompt_orders:  # as read back from state
+                selector.prompt_orders[None] = PromptOrder.from_dicts(selector.prompt_orders[None].to_list())
+        result = selector.select(now=1, trace="none")
+        chosen = list(result.selected)
+        assert result.prompt_order == prompt_order(chosen, previous)
+        if cached:
+            kept = 0 if previous is None else sum(
+                1 for placed in previous.placed if placed in {Placed.of(c) for c in chosen})
+            assert result.cache.kept == kept
+            assert result.cache.prefix_records == intact_prefix(result.prompt_order, chosen, previous)
+        previous = PromptOrder.of(chosen, result.prompt_order)
+        assert selector.prompt_orders[None] == previous  # the arrays' ids, levels, tokens and digests
+        again = selector.select(now=1, trace="none")  # the same records: found by place, nothing compared
+        assert again.prompt_order == prompt_order(list(again.selected), previous) == result.prompt_order
+        if cached:
+            assert again.cache.prefix_records == len(previous) and again.cache.first_change is None

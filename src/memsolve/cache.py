@@ -23,14 +23,15 @@ prefix (:func:`problem`; solved exactly by :mod:`memsolve.solver.cache`). What t
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .policies.model import CacheSettings
-from .result import Chosen
+from .records import Record
+from .result import Chosen, Deferred
 from .solver.cache import CacheProblem, CacheSolution
 from .solver.compile import Compiled, level_text
 
@@ -100,22 +101,100 @@ class Placed:
 
 
 @dataclass(frozen=True)
-class PromptOrder:
-    """A turn's selection in prompt order: what the next turn keeps its cache against."""
+class Held:
+    """A prompt order as one process holds it: the records themselves (a record set's records are
+    never changed, so the same record object at the same level is the same text), by place."""
 
-    placed: tuple[Placed, ...]
+    source: Sequence[Record]  # a compiled instance's records
+    index: np.ndarray  # int64 (m,): each prompt record's place in ``source``
+    names: tuple[str, ...]  # the level names ``column`` indexes
+    column: np.ndarray  # int64 (m,): each prompt record's level
+
+    def records(self) -> list[Record]:
+        source = self.source
+        return [source[i] for i in self.index.tolist()]
+
+
+class PromptOrder:
+    """A turn's selection in prompt order: what the next turn keeps its cache against.
+
+    Each record as it stood: id, level, tokens, and the SHA-256 of the level's text. A turn's own
+    order holds the records themselves (:class:`Held`, arrays): ids, levels and digests are
+    derived only when read (the state store writes them; a PromptOrder read back from state
+    holds them as stored). Two orders are equal when every record's id, level, tokens and text
+    digest are."""
+
+    __slots__ = ("tokens", "_ids", "_levels", "_digests", "held")
+
+    def __init__(self, ids: Sequence[str] | None, levels: Sequence[str] | None, tokens: Sequence[int] | np.ndarray,
+                 digests: Sequence[str] | None = None, held: Held | None = None) -> None:
+        if held is None and (ids is None or levels is None or digests is None):
+            raise ValueError("a PromptOrder needs its records, or their ids, levels and digests")
+        self.tokens = np.asarray(tokens, dtype=np.int64).reshape(-1)
+        self._ids = None if ids is None else tuple(ids)
+        self._levels = None if levels is None else tuple(levels)
+        self._digests = None if digests is None else tuple(digests)
+        self.held = held
 
     @classmethod
     def of(cls, selected: Iterable[Chosen], order: Sequence[str]) -> PromptOrder:
+        """From a result's selected records and their prompt order."""
         by_id = {c.id: c for c in selected}
-        return cls(tuple(Placed.of(by_id[i]) for i in order))
+        chosen = [by_id[i] for i in order]
+        return cls([c.id for c in chosen], [c.level for c in chosen], [c.tokens for c in chosen],
+                   [_digest(c.text) for c in chosen])
 
     @classmethod
     def from_dicts(cls, items: Iterable[dict[str, Any]]) -> PromptOrder:
-        return cls(tuple(Placed(d["id"], d["level"], int(d["tokens"]), d["sha256"]) for d in items))
+        items = list(items)
+        return cls([d["id"] for d in items], [d["level"] for d in items], [int(d["tokens"]) for d in items],
+                   [d["sha256"] for d in items])
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        if self._ids is None:
+            assert self.held is not None
+            self._ids = tuple(r.id for r in self.held.records())
+        return self._ids
+
+    @property
+    def levels(self) -> tuple[str, ...]:
+        if self._levels is None:
+            assert self.held is not None
+            names = self.held.names
+            self._levels = tuple(names[j] for j in self.held.column.tolist())
+        return self._levels
+
+    @property
+    def digests(self) -> tuple[str, ...]:
+        """SHA-256 of each record's text at its level (computed on first read)."""
+        if self._digests is None:
+            self._digests = tuple(_digest(level_text(r, level))
+                                  for r, level in zip(self.held.records() if self.held else (), self.levels,
+                                                      strict=True))
+        return self._digests
+
+    @property
+    def placed(self) -> tuple[Placed, ...]:
+        return tuple(Placed(*item) for item in zip(self.ids, self.levels, self.tokens.tolist(), self.digests,
+                                                   strict=True))
 
     def to_list(self) -> list[dict[str, Any]]:
         return [p.to_dict() for p in self.placed]
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PromptOrder):
+            return NotImplemented
+        return (self is other or len(self) == len(other) and np.array_equal(self.tokens, other.tokens)
+                and self.ids == other.ids and self.levels == other.levels and self.digests == other.digests)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PromptOrder({list(zip(self.ids, self.levels, self.tokens.tolist(), strict=True))})"
 
 
 def _digest(text: str | None) -> str:
@@ -124,7 +203,8 @@ def _digest(text: str | None) -> str:
 
 def prompt_order(selected: Sequence[Chosen], previous: PromptOrder | None) -> tuple[str, ...]:
     """The ids of ``selected`` in prompt order: those unchanged since ``previous`` first, in its
-    order; then the changed and new ones by id (a stable order that carries nothing per turn)."""
+    order; then the changed and new ones by id (a stable order that carries nothing per turn).
+    (The pipeline computes the same over arrays, :func:`arrange`.)"""
     now = {c.id: c for c in selected}
     kept = [] if previous is None else [p.id for p in previous.placed
                                         if p.id in now and Placed.of(now[p.id]) == p]
@@ -145,6 +225,122 @@ def intact_prefix(order: Sequence[str], selected: Sequence[Chosen], previous: Pr
     return c
 
 
+def laid_over(compiled: Compiled, previous: PromptOrder | None) -> tuple[np.ndarray, np.ndarray]:
+    """Row and level column of each previous record in ``compiled``; row -1 where the record is
+    not eligible now, level -1 where it cannot be kept as it was (the level not offered, its size
+    or text changed). Arrays over the rows: a previous record held by this process is found at its
+    old place when the record object is still there (nothing compared), else by id, and its text
+    compared (with the stored digest when the order was read back from state)."""
+    m = 0 if previous is None else len(previous)
+    rows, levels = np.full(m, -1, dtype=np.int64), np.full(m, -1, dtype=np.int64)
+    if previous is None or m == 0:
+        return rows, levels
+    source = compiled.source
+    inst = compiled.instance
+    row_of_source = np.full(len(source), -1, dtype=np.int64)
+    row_of_source[compiled.rows] = np.arange(len(compiled.rows), dtype=np.int64)
+    held = previous.held
+    same = np.zeros(m, dtype=bool)  # the very record object: the same text at the same level
+    old: list[Record] | None = None
+    if held is not None:
+        if held.source is source:
+            same[:] = True
+        else:
+            old = held.records()
+            size = len(source)
+            same[:] = [i < size and source[i] is r for i, r in zip(held.index.tolist(), old, strict=True)]
+        rows[same] = row_of_source[held.index[same]]
+    column = {name: j for j, name in enumerate(compiled.levels)}
+    if held is None:
+        cols = np.array([column.get(name, -1) for name in previous.levels], dtype=np.int64)
+    else:  # the held levels' columns now (a level no longer offered: -1)
+        cols = np.array([column.get(name, -1) for name in held.names], dtype=np.int64)[held.column]
+    if not same.all():  # by id among the eligible records, text compared
+        ids = previous.ids
+        wanted = {ids[i]: i for i in np.flatnonzero(~same).tolist()}
+        for row, i in enumerate(compiled.rows.tolist()):
+            at = wanted.get(source[i].id)
+            if at is None:
+                continue
+            rows[at] = row
+            j = int(cols[at])
+            if j < 0:
+                continue
+            text = level_text(source[i], compiled.levels[j])
+            if old is not None:
+                unchanged = old[at] is source[i] or level_text(old[at], compiled.levels[j]) == text
+            else:
+                unchanged = previous.digests[at] == _digest(text)
+            if not unchanged:
+                cols[at] = -1
+    found = (rows >= 0) & (cols >= 0)
+    r, j = rows[found], cols[found]
+    found[found] = inst.mask[r, j] & (inst.tokens[r, j] == previous.tokens[found])
+    levels[found] = cols[found]
+    return rows, levels
+
+
+@dataclass(frozen=True)
+class Arranged:
+    """A turn's prompt order over the instance's rows, and what it kept of the previous one."""
+
+    rows: np.ndarray  # int64: the selected rows in prompt order
+    laid: tuple[np.ndarray, np.ndarray]  # the previous records' rows and kept levels (:func:`laid_over`)
+    kept: np.ndarray  # bool (m,): each previous record, kept as it was
+    intact: int  # the previous records kept at the head, from the first
+    prompt: PromptOrder
+
+
+def arrange(compiled: Compiled, choice: np.ndarray, previous: PromptOrder | None,
+            laid: tuple[np.ndarray, np.ndarray] | None = None) -> Arranged:
+    """The prompt order of a choice (the selected rows' levels, -1 deleted): the previous records
+    kept as they were first, in the previous order; then the others by id."""
+    rows, cols = laid if laid is not None else laid_over(compiled, previous)
+    kept = cols >= 0  # (a copy)
+    kept[kept] = choice[rows[kept]] == cols[kept]
+    head = rows[kept]
+    selected = np.flatnonzero(choice >= 0)
+    fresh = np.ones(len(choice), dtype=bool)
+    fresh[head] = False
+    rest = selected[fresh[selected]]
+    if len(rest) > 1:
+        source = compiled.source
+        ids = [source[i].id for i in compiled.rows[rest].tolist()]
+        rest = rest[np.array(sorted(range(len(ids)), key=ids.__getitem__), dtype=np.int64)]
+    ordered = np.concatenate([head, rest]).astype(np.int64)
+    at = choice[ordered]
+    intact = int(np.argmin(kept)) if not kept.all() else len(kept)
+    prompt = PromptOrder(None, None, compiled.instance.tokens[ordered, at],
+                         held=Held(compiled.source, compiled.rows[ordered], compiled.levels, at))
+    return Arranged(ordered, (rows, cols), kept, intact, prompt)
+
+
+class Ordering(Deferred[str]):
+    """The result's prompt order: the ids, built on first read, and the turn's :class:`PromptOrder`
+    for the next turn (arrays, built on first read)."""
+
+    __slots__ = ("_arrange", "_arranged")
+
+    def __init__(self, arrange_: Callable[[], Arranged]) -> None:
+        super().__init__(lambda: self.arranged.prompt.ids)
+        self._arrange: Callable[[], Arranged] | None = arrange_
+        self._arranged: Arranged | None = None
+
+    @property
+    def arranged(self) -> Arranged:
+        if self._arranged is None:
+            assert self._arrange is not None
+            self._arranged, self._arrange = self._arrange(), None  # the previous order is let go
+        return self._arranged
+
+
+def order_of(result: Any) -> PromptOrder:
+    """A result's selection in prompt order, what the next turn keeps its cache against."""
+    if isinstance(result.order, Ordering):
+        return result.order.arranged.prompt
+    return PromptOrder.of(result.selected, result.prompt_order)
+
+
 # --- the objective --------------------------------------------------------------------------
 
 
@@ -154,39 +350,20 @@ def problem(compiled: Compiled, settings: CacheSettings, previous: PromptOrder |
     inst = compiled.instance
     r = rates(settings)
     per_dollar = settings.value_per_dollar * settings.input_price / 1e6  # value of one dollar-per-token
-    rows, levels, tokens = _laid_over(compiled, previous)
+    rows, levels = laid_over(compiled, previous)
+    tokens = np.zeros(0, dtype=np.int64) if previous is None else previous.tokens
     bonus = np.zeros(len(rows) + 1)
     if previous is not None:
         prefix = settings.prefix_tokens + np.concatenate([[0], np.cumsum(tokens)]).astype(np.int64)
-        bonus = np.array([per_dollar * (r.write - r.read) * reused(r, int(a)) for a in prefix.tolist()])
+        bonus = per_dollar * (r.write - r.read) * reused_array(r, prefix)
     priced = type(inst)(inst.tokens, inst.utility, inst.mask, inst.budget,
                         inst.price + per_dollar * r.write, inst.max_records)
     return CacheProblem(priced, rows, levels, bonus, -per_dollar * r.write * settings.prefix_tokens)
 
 
-def _laid_over(compiled: Compiled, previous: PromptOrder | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Row, level column and tokens of each previous record; row or level -1 where it cannot be
-    kept as it was (not eligible now, the level not offered, its text or size changed)."""
-    placed = () if previous is None else previous.placed
-    wanted = {p.id for p in placed}
-    row_of = {}
-    if wanted:  # only the previous records' rows (one pass over the ids, no Record tuple built)
-        source = compiled.source
-        row_of = {rid: row for row, i in enumerate(compiled.rows.tolist()) if (rid := source[i].id) in wanted}
-    column = {name: j for j, name in enumerate(compiled.levels)}
-    rows, levels = np.full(len(placed), -1, dtype=np.int64), np.full(len(placed), -1, dtype=np.int64)
-    tokens = np.array([p.tokens for p in placed], dtype=np.int64)
-    inst = compiled.instance
-    for i, p in enumerate(placed):
-        row = row_of.get(p.id)
-        if row is None:
-            continue
-        rows[i] = row
-        j = column.get(p.level)
-        if (j is not None and inst.mask[row, j] and int(inst.tokens[row, j]) == p.tokens
-                and _digest(level_text(compiled.record(row), p.level)) == p.digest):
-            levels[i] = j
-    return rows, levels, tokens
+def reused_array(r: Rates, prefix: np.ndarray) -> np.ndarray:
+    """:func:`reused` of each prefix length (float64)."""
+    return np.where(prefix < max(r.min_prefix, 1), 0, prefix // r.block * r.block).astype(np.float64)
 
 
 # --- the trace ------------------------------------------------------------------------------
@@ -220,32 +397,40 @@ class CacheTrace:
 
 
 def trace(
-    selected: Sequence[Chosen],
-    order: Sequence[str],
+    compiled: Compiled,
+    choice: np.ndarray,
+    arranged: Arranged,
     previous: PromptOrder | None,
     settings: CacheSettings | None,
-    why_dropped: dict[str, str],
+    drop_reason: Callable[[int], str],
     found: CacheSolution | None = None,
     cache_problem: CacheProblem | None = None,
 ) -> CacheTrace:
-    """The turn's cache trace. ``why_dropped``: the outcome of each previous record that is not
-    selected now (its reason); ``found``: the exact solution when the cost was in the objective."""
-    c = intact_prefix(order, selected, previous)
-    placed = () if previous is None else previous.placed
-    now = {s.id: s for s in selected}
-    kept = sum(1 for p in placed if p.id in now and Placed.of(now[p.id]) == p)
-    prefix = sum(p.tokens for p in placed[:c])
-    tokens = sum(s.tokens for s in selected)
+    """The turn's cache trace, over the rows: ``arranged`` is the prompt order of ``choice``;
+    ``drop_reason(row)`` words why an eligible row was left out; ``found``: the exact solution
+    when the cost was in the objective."""
+    c = arranged.intact
+    m = 0 if previous is None else len(previous)
+    kept = int(arranged.kept.sum())
+    prefix = 0 if previous is None else int(previous.tokens[:c].sum())
+    rows = arranged.rows
+    tokens = int(compiled.instance.tokens[rows, choice[rows]].sum())
     r = rates(settings) if settings is not None else Rates(1.0, 1.0, 1, 0)
     fixed = settings.prefix_tokens if settings is not None else 0
     read = reused(r, fixed + prefix) if previous is not None else 0
     change = None
-    if c < len(placed):
-        p = placed[c]
-        chosen = now.get(p.id)
-        change = {"id": p.id, "was": p.level,
-                  "now": "dropped" if chosen is None else chosen.level,
-                  "reason": _why(p, chosen, why_dropped)}
+    if previous is not None and c < m:
+        was = previous.levels[c]
+        row = int(arranged.laid[0][c])
+        at = -1 if row < 0 else int(choice[row])
+        if at < 0:
+            now, reason = "dropped", ("not eligible now (excluded by a rule, invalid or removed)" if row < 0
+                                      else drop_reason(row))
+        else:
+            now = compiled.levels[at]
+            reason = (f"now at level {now}" if now != was else "its text changed" if arranged.laid[1][c] < 0
+                      else "an earlier record changed, so it moved")
+        change = {"id": previous.ids[c], "was": was, "now": now, "reason": reason}
     cost = cuts = None
     if settings is not None:
         cost = {"dollars": dollars(settings, tokens, read), "uncached": dollars(settings, tokens, 0)}
@@ -260,18 +445,8 @@ def trace(
             cost["without_change"] = dollars(settings, alt_tokens, reused(r, fixed + alt_prefix))
             change["gain"] = found.solution.objective - alt.objective
             change["objective_without"] = alt.objective
-    return CacheTrace(None if settings is None else settings.provider, None if previous is None else len(placed),
+    return CacheTrace(None if settings is None else settings.provider, None if previous is None else m,
                       kept, c, prefix, read, change, cost, cuts)
-
-
-def _why(placed: Placed, chosen: Chosen | None, why_dropped: dict[str, str]) -> str:
-    if chosen is None:
-        return why_dropped.get(placed.id, "no longer among the records")
-    if chosen.level != placed.level:
-        return f"now at level {chosen.level}"
-    if Placed.of(chosen) != placed:
-        return "its text changed"
-    return "an earlier record changed, so it moved"
 
 
 # --- the pipeline's steps -------------------------------------------------------------------
@@ -306,22 +481,18 @@ def solve(compiled: Compiled, settings: CacheSettings, previous: PromptOrder | N
 
 def ordered(result: Any, previous: PromptOrder | None, settings: CacheSettings | None, solved: Solved | None,
             allocations: Any) -> Any:
-    """The ordering step after the allocation: the Result with its prompt order, and with the cache
-    trace (and both in its JSON) when the policy has a ``cache`` block."""
+    """The ordering step after the allocation: the Result with its prompt order (over the rows,
+    built when read), and with the cache trace (and both in its JSON) when the policy has a
+    ``cache`` block."""
     from dataclasses import replace
 
-    from .result import Deferred
-
-    order = Deferred(lambda: prompt_order(result.selected, previous))
+    compiled, choice = allocations.compiled, allocations.choice
+    laid = None if solved is None else (solved.problem.rows, solved.problem.levels)
     if settings is None:  # ordering only: the order in the API and the MCP answer, the JSON as it was
-        return replace(result, order=order)
-    why: dict[str, str] = {}
-    if previous is not None and solved is not None:
-        chosen = {c.id for c in result.selected}
-        for p, row in zip(previous.placed, solved.problem.rows.tolist(), strict=True):
-            if p.id not in chosen:
-                why[p.id] = ("not eligible now (excluded by a rule, invalid or removed)" if row < 0
-                             else allocations.drop_reason(row))
-    traced = trace(result.selected, order, previous, settings, why,
+        return replace(result, order=Ordering(lambda: arrange(compiled, choice, previous, laid)))
+    arranged = arrange(compiled, choice, previous, laid)
+    done = Ordering(lambda: arranged)
+    traced = trace(compiled, choice, arranged, previous, settings,
+                   lambda row: allocations.drop_reasons(np.array([row], dtype=np.int64))[0],
                    None if solved is None else solved.found, None if solved is None else solved.problem)
-    return replace(result, order=order, cache=traced)
+    return replace(result, order=done, cache=traced)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import pipeline
-from .cache import PromptOrder
+from .cache import PromptOrder, order_of
 from .context import Context
 from .errors import InputError
 from .policies.load import load_policy
@@ -110,5 +110,5 @@ class Selector:
             assert self.agent is not None
             result = self.store.round(self.policy, self._records, context, agent=self.agent, refresh=refresh,
                                       engine=engine, trace=trace, previous=previous)
-        self.prompt_orders[key] = PromptOrder.of(result.selected, result.prompt_order)
+        self.prompt_orders[key] = order_of(result)  # arrays over this turn's records: nothing hashed
         return result
