@@ -16,7 +16,9 @@
  *      whose Lagrangian bound is below the incumbent never enters); states are Pareto sets of
  *      (tokens, value) changes from the floor; a state is dropped when Pisinger's bound (see
  *      Ranking) says no completion can beat the incumbent, or tie it with fewer tokens. The
- *      first incumbent is the better of two greedy fills. The search stops when no state is
+ *      first incumbent is the best of two greedy fills and a tie fill (a subset sum over the
+ *      options exactly as good at lambda as the floor's, for the room the floor leaves: where it
+ *      fills the room exactly, as on Pisinger's correlated classes, it is worth the bound). The search stops when no state is
  *      left or the next row's gap exceeds the gap between the bound and the incumbent: no row
  *      outside the core can change, which is the proof of optimality.
  *   4. Phase 2, the tie rule among allocations worth (V*, W*): levels that cannot be in
@@ -43,6 +45,9 @@ typedef __int128 i128;
 #define PHASE1_LIMIT 10000000  /* states generated before the search gives up (~0.1 s) */
 #define PHASE2_LIMIT 2000000   /* states generated before the tie-rule DP gives up */
 #define PHASE2_BOUNDED 60000000 /* ... unless its table bounds it by this many (~0.3 s) */
+#define FILL_ROOM 65536        /* the tie fill's DP: room left by the floor, at most */
+#define FILL_SLACK 2048        /* ... and how far its partial sums may stray outside [0, room] */
+#define FILL_WORK 4000000      /* ... and cells it visits */
 
 typedef struct { int64_t w, v; int32_t parent; int32_t option; } State;
 typedef struct { int64_t w, v; } Pair;
@@ -258,11 +263,18 @@ static void rank_offer(Ranking *rk, double key, Py_ssize_t row, Increment inc) {
     }
 }
 
+typedef struct { Candidate c; Increment inc; } RankedRow;
+
+static int compare_ranked(const void *a, const void *b) {
+    return compare_candidates(&((const RankedRow *)a)->c, &((const RankedRow *)b)->c);
+}
+
 /* Sorts the ranked rows by key, smallest first (their increments move with them). */
 static void rank_finish(Ranking *rk) {
-    for (size_t a = 1; a < rk->len; a++)
-        for (size_t b = a; b > 0 && compare_candidates(&rk->rank[b], &rk->rank[b - 1]) < 0; b--)
-            swap_ranked(rk, b, b - 1);
+    RankedRow rows[RANKED];
+    for (size_t a = 0; a < rk->len; a++) rows[a] = (RankedRow){rk->rank[a], rk->inc[a]};
+    qsort(rows, rk->len, sizeof(RankedRow), compare_ranked);
+    for (size_t a = 0; a < rk->len; a++) { rk->rank[a] = rows[a].c; rk->inc[a] = rows[a].inc; }
     /* 1e308: every row is ranked */
     rk->boundary = rk->offered > rk->len ? rk->rank[rk->len - 1].gap : 1e308;
 }
@@ -464,7 +476,7 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
 #define KEEP_BYTES ((size_t)64 << 20)
 enum { W_HULL, W_HULL_W, W_HULL_V, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
        W_CAND, W_GREEDY, W_BAND, W_HULL_EFF, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
-       W_SLOTS };
+       W_TIE, W_FILL, W_REACHED, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
 static Vec ws_states = {NULL, 0, 0, sizeof(State)}, ws_layer_start = {NULL, 0, 0, sizeof(size_t)};
@@ -682,6 +694,60 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         memcpy(greedy_opt, floor_opt, sizeof(int32_t) * (size_t)n);
         inc_v = floor_v; inc_w = floor_w;
         raise_ranked(&rank_next, hull, hull_w, hull_v, floor_pos, k, P->capacity, &inc_v, &inc_w, greedy_opt);
+    }
+    /* a third, for the correlated classes, where the bound is usually reached: the optimum then
+       keeps every row at an option exactly as good at lambda as its floor and fills the room the
+       floor leaves exactly (a subset sum over those ties). The sums of tokens moved that rows with a
+       gap of 0 reach (in candidate order, each row moved at most once to another tied option; sums
+       kept within FILL_SLACK of [0, room]), until one is the room: the incumbent is then worth the
+       bound, and the search only has to confirm it. */
+    int64_t fill_room = P->capacity - floor_w;
+    if (P->p > 0 && fill_room > 0 && fill_room <= FILL_ROOM) {
+        int64_t lo_x = -FILL_SLACK, hi_x = fill_room + FILL_SLACK;
+        size_t span = (size_t)(hi_x - lo_x) + 1;
+        int32_t *from_row = scratch(W_TIE, span, sizeof(int32_t));
+        int32_t *from_opt = scratch(W_FILL, span, sizeof(int32_t));
+        int64_t *reached = scratch(W_REACHED, span, sizeof(int64_t));
+        if (!from_row || !from_opt || !reached) goto done;
+        int32_t *reach = from_row - lo_x, *reach_opt = from_opt - lo_x;  /* index: tokens moved */
+        for (size_t x = 0; x < span; x++) from_row[x] = -1;
+        reach[0] = INT32_MAX;  /* reached by no move */
+        reached[0] = 0;
+        size_t n_reached = 1, work = 0;
+        for (size_t c = 0; c < n_cand && reach[fill_room] < 0 && work < FILL_WORK; c++) {
+            Py_ssize_t r = cand[c].row;
+            if (gap[r] != 0) continue;
+            int32_t f = floor_opt[r];
+            int64_t fw = option_w(P, r, f);
+            i128 best = reduced(P, fw, option_v(P, r, f));
+            size_t before = n_reached;  /* sums reached by earlier rows: one move per row */
+            for (Py_ssize_t o = 0; o <= k; o++) {
+                if (o == f || !option_ok(P, r, o)) continue;
+                int64_t d = option_w(P, r, o) - fw;
+                if (d == 0 || d > hi_x - lo_x || d < lo_x - hi_x) continue;
+                if (reduced(P, option_w(P, r, o), option_v(P, r, o)) != best) continue;
+                work += before;
+                for (size_t a = 0; a < before; a++) {
+                    int64_t y = reached[a] + d;
+                    if (y < lo_x || y > hi_x || reach[y] >= 0) continue;
+                    reach[y] = (int32_t)r; reach_opt[y] = (int32_t)o;
+                    reached[n_reached++] = y;
+                }
+            }
+        }
+        if (reach[fill_room] >= 0) {
+            memcpy(greedy_opt, floor_opt, sizeof(int32_t) * (size_t)n);
+            inc_v = floor_v; inc_w = floor_w;
+            for (int64_t x = fill_room; x != 0;) {
+                Py_ssize_t r = reach[x];
+                int32_t o = reach_opt[x];
+                int64_t fw = option_w(P, r, floor_opt[r]), fv = option_v(P, r, floor_opt[r]);
+                greedy_opt[r] = o;
+                inc_w += option_w(P, r, o) - fw;
+                inc_v += option_v(P, r, o) - fv;
+                x -= option_w(P, r, o) - fw;
+            }
+        }
     }
 
     if (vec_reserve(&states, 1) || vec_reserve(&layer_start, 2)) goto done;
