@@ -333,9 +333,13 @@ def _not_locked(path: Path) -> None:
     (f"UPDATE history SET levels = CAST(x'7b22ff' || CAST('{SECRET}' AS BLOB) AS TEXT)",
      "a stored text is not valid UTF-8"),
     ("UPDATE agents SET agent = x'ff' WHERE agent = 'a'", "an agent's key is not text"),
+    ("UPDATE prompt_orders SET records = '[[\"m0\", \"raw\", 8]]'", "a prompt order is damaged"),
+    ("UPDATE prompt_orders SET records = '[[\"m0\", \"raw\", \"8\", \"\"]]'", "a prompt order is damaged"),
+    ("UPDATE prompt_orders SET records = '[[\"m0\"'", "a prompt order is damaged"),
+    ("UPDATE prompt_orders SET records = x'5b5d'", "a prompt order is damaged"),
 ], ids=["queue-text", "round-zero", "round-blob", "queue-infinite", "ceiling-level-blob", "ceiling-round-text",
         "levels-cut", "levels-text-values", "levels-list", "objective-text", "sha-blob", "levels-not-utf8",
-        "key-blob"])
+        "key-blob", "order-short", "order-tokens-text", "order-cut", "order-blob"])
 def test_damaged_values_are_refused_without_quoting_them(tmp_path: Path, sql: str, reason: str) -> None:
     path = _stored(tmp_path)
     before = _edit(path, sql)

@@ -42,12 +42,24 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, unquote_plus, urlencode, urlsplit, urlunsplit
 
 from ..errors import StateError
-from .state import SCHEMA_SQL, SCHEMA_VERSION, SCHEMA_VERSION_SQL, AgentKey, StateStore, check_schema_version
+from .state import (
+    SCHEMA_SQL,
+    SCHEMA_VERSION,
+    SCHEMA_VERSION_SQL,
+    AgentKey,
+    StateStore,
+    check_schema_version,
+    migrate,
+)
 
 LOCKS = ("advisory", "row")
 _SCHEMA_LOCK = 0x4D454D53  # "MEMS": the advisory lock held while creating the tables
 # SQLite's schema in PostgreSQL's types: 64-bit integers (token counts reach 10^12) and doubles
-_PG_SCHEMA = SCHEMA_SQL.replace("INTEGER", "BIGINT").replace("REAL", "DOUBLE PRECISION")
+def _pg(sql: str) -> str:
+    return sql.replace("INTEGER", "BIGINT").replace("REAL", "DOUBLE PRECISION")
+
+
+_PG_SCHEMA = _pg(SCHEMA_SQL)
 
 
 HIDDEN = "postgresql://<address not shown>"
@@ -210,9 +222,10 @@ class PostgresStore(StateStore):
             raise self._error(exc) from None
 
     def _create(self, conn: Any) -> None:
-        """Create the tables unless they exist, in a transaction of its own, under a session lock:
-        a transaction that starts after the lock sees every table created before it (one that
-        waited for a lock inside itself would still see its own earlier look-ups)."""
+        """Create the tables unless they exist, or migrate them from an older schema version, in a
+        transaction of its own, under a session lock: a transaction that starts after the lock
+        sees every table created before it (one that waited for a lock inside itself would still
+        see its own earlier look-ups)."""
         conn.execute("SELECT pg_advisory_lock(%s)", (_SCHEMA_LOCK,))
         try:
             with conn.transaction():
@@ -222,6 +235,10 @@ class PostgresStore(StateStore):
                         if statement.strip():
                             conn.execute(statement)
                     conn.execute("INSERT INTO memsolve_meta VALUES ('schema_version', %s)", (str(SCHEMA_VERSION),))
+                elif meta is not None:
+                    version = check_schema_version(self.address, conn.execute(SCHEMA_VERSION_SQL).fetchone())
+                    if version < SCHEMA_VERSION:
+                        migrate(conn.execute, version, _pg)
         finally:
             if not conn.broken:
                 conn.execute("SELECT pg_advisory_unlock(%s)", (_SCHEMA_LOCK,))
@@ -236,9 +253,14 @@ class PostgresStore(StateStore):
         if meta is None:
             raise StateError(f"{self.address}: holds an `agents` table that is not memsolve's (no memsolve_meta); "
                              "left untouched")
-        check_schema_version(self.address, conn.execute(SCHEMA_VERSION_SQL).fetchone())
-        conn._memsolve_ready = True
+        version = check_schema_version(self.address, conn.execute(SCHEMA_VERSION_SQL).fetchone())
+        # an older version is read as it is; the next write on this connection migrates it first
+        conn._memsolve_ready = version == SCHEMA_VERSION
         return True
+
+    def _holds_prompt_orders(self, conn: Any) -> bool:
+        return bool(conn._memsolve_ready) or conn.execute("SELECT to_regclass('prompt_orders')").fetchone()[0] \
+            is not None
 
     def _lock(self, conn: Any, key: AgentKey) -> None:
         """Hold ``key``'s lock until the transaction ends: the key's rounds run one at a time."""

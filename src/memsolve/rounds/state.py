@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import pipeline
+from ..cache import PromptOrder, order_of
 from ..context import Context, resolve_context
 from ..errors import StateError
 from ..policies.model import Policy
@@ -45,8 +46,19 @@ from ..pricing import RoundPrice, price_for
 from ..records import DELETE, RecordSet
 from ..result import Result
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: prompt_orders (DESIGN §15)
 APPLICATION_ID = 0x4D454D53  # "MEMS": marks the file as memsolve's
+
+# DESIGN §15: each key's last prompt order, one row, the records as JSON [[id, level, tokens, sha256], ...]
+PROMPT_ORDERS_SQL = """
+CREATE TABLE prompt_orders (
+    policy TEXT NOT NULL, tenant TEXT NOT NULL, agent TEXT NOT NULL, records TEXT NOT NULL,
+    PRIMARY KEY (policy, tenant, agent)
+);
+"""
+# what a store of an older schema version lacks: the first write that finds it adds it (a
+# migration, in that write's transaction) and sets the version; a read leaves it as it is
+MIGRATIONS: dict[int, str] = {1: PROMPT_ORDERS_SQL}
 
 SCHEMA_SQL = """
 CREATE TABLE memsolve_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -67,7 +79,7 @@ CREATE TABLE history (
     refresh INTEGER NOT NULL, levels TEXT NOT NULL, result_sha256 TEXT NOT NULL,
     PRIMARY KEY (policy, tenant, agent, round)
 );
-"""
+""" + PROMPT_ORDERS_SQL
 
 
 # what the first statements on a file can raise: SQLite parses the schema then, and a damaged
@@ -139,6 +151,7 @@ class AgentState:
     queue: float | None = None  # None before the first round: the policy's q0 applies
     ceilings: Mapping[str, Ceiling] = field(default_factory=dict)
     history: tuple[RoundRow, ...] = ()
+    prompt_order: PromptOrder | None = None  # the last round's (DESIGN §15); None: none stored
 
     def next_price(self, policy: Policy) -> RoundPrice:
         """The price the next round will pay (the policy's q0 before the first round)."""
@@ -150,7 +163,7 @@ class AgentState:
             "round": self.round, "queue": self.queue,
             "ceilings": {rid: {"level": c.level, "round": c.round} for rid, c in sorted(self.ceilings.items())},
             "history": [h.to_dict() for h in self.history],
-        }
+        }  # the prompt order is not part of memsolve/state/v1: an imported key's next round starts a new one
 
 
 class StateStore:
@@ -202,6 +215,11 @@ class StateStore:
         """The StateError for a database error raised while writing, None for any other error."""
         return None
 
+    def _holds_prompt_orders(self, conn: Any) -> bool:
+        """True when the store has the prompt_orders table (schema version 2 on; an older store
+        read without a write has none)."""
+        raise NotImplementedError
+
     # --- reading ----------------------------------------------------------------------
 
     def load(self, key: AgentKey, conn: Any = None) -> AgentState:
@@ -234,7 +252,25 @@ class StateStore:
                 args,
             ).fetchall()
         )
-        return AgentState(key, row[0], row[1], ceilings, history)
+        return AgentState(key, row[0], row[1], ceilings, history, self._prompt_order(conn, args))
+
+    def _prompt_order(self, conn: Any, args: Sequence[Any]) -> PromptOrder | None:
+        if not self._holds_prompt_orders(conn):
+            return None
+        row = self._execute(conn, "SELECT records FROM prompt_orders WHERE policy=? AND tenant=? AND agent=?",
+                            args).fetchone()
+        if row is None:
+            return None
+        try:
+            items = json.loads(row[0]) if type(row[0]) is str else None
+        except ValueError:
+            items = None
+        if not (isinstance(items, list) and all(
+                isinstance(i, list) and len(i) == 4 and type(i[0]) is str and type(i[1]) is str and _is_int(i[2])
+                and type(i[3]) is str for i in items)):
+            raise self._corrupt("a prompt order is damaged")
+        return PromptOrder([i[0] for i in items], [i[1] for i in items], [i[2] for i in items],
+                           [i[3] for i in items])
 
     def _history_row(self, r: tuple[Any, ...]) -> RoundRow:
         try:
@@ -287,11 +323,18 @@ class StateStore:
         previous: Any = None,
     ) -> Result:
         """Run one round for ``agent``: read state, solve, write the new state atomically.
-        ``previous``: the previous turn's prompt order (a memsolve.cache.PromptOrder, DESIGN §15)."""
+        ``previous``: the previous turn's prompt order as the caller holds it (a
+        memsolve.cache.PromptOrder, DESIGN §15); the one stored for the key is the previous turn
+        when there is one (another process may have run the agent's last round), the caller's
+        when it is the same (it holds the records: nothing to compare by text). A refresh keeps
+        it: the provider's cache is not emptied."""
         key = self.key_for(policy, records, context, agent)
         with self.transaction(write=not dry_run, lock=None if dry_run else key) as conn:
             state = self.load(key, conn) if conn is not None else AgentState(key)
             ceilings = {} if refresh else dict(state.ceilings)
+            stored = state.prompt_order
+            if stored is not None and not (previous is not None and previous == stored):
+                previous = stored
             result = pipeline.run(
                 policy, records, context, engine=engine,
                 round_price=state.next_price(policy),
@@ -315,8 +358,8 @@ class StateStore:
             new[chosen.id] = Ceiling(chosen.level, t) if _changed(new.get(chosen.id), chosen.level) else new[chosen.id]
         for dropped in result.dropped:
             new[dropped.id] = Ceiling(DELETE, t)
-        self._store(conn, AgentState(key, t + 1, result.price.queue_after, new, (RoundRow.of(result, refresh),)),
-                    replace=True)
+        self._store(conn, AgentState(key, t + 1, result.price.queue_after, new, (RoundRow.of(result, refresh),),
+                                     order_of(result)), replace=True)
 
     def _store(self, conn: Any, state: AgentState, *, replace: bool) -> None:
         """Write ``state``: its round and queue, all its ceilings (replacing the stored ones) and its
@@ -338,6 +381,13 @@ class StateStore:
                   int(h.refresh), json.dumps(dict(h.levels), sort_keys=True), h.result_sha256)
                  for h in state.history],
             )
+            if state.prompt_order is not None:
+                order = state.prompt_order
+                records = json.dumps([list(item) for item in zip(order.ids, order.levels, order.tokens.tolist(),
+                                                                 order.digests, strict=True)],
+                                     ensure_ascii=False, separators=(",", ":"))
+                self._execute(conn, "INSERT INTO prompt_orders VALUES (?, ?, ?, ?) ON CONFLICT (policy, tenant, "
+                              "agent) DO UPDATE SET records=excluded.records", (*args, records))
         except Exception as exc:
             error = self._failure(exc)
             if error is None:
@@ -357,6 +407,8 @@ class StateStore:
             self._execute(conn, "DELETE FROM agents WHERE policy=? AND tenant=? AND agent=?", args)
             self._execute(conn, "DELETE FROM ceilings WHERE policy=? AND tenant=? AND agent=?", args)
             self._execute(conn, "DELETE FROM history WHERE policy=? AND tenant=? AND agent=?", args)
+            if self._holds_prompt_orders(conn):
+                self._execute(conn, "DELETE FROM prompt_orders WHERE policy=? AND tenant=? AND agent=?", args)
         return bool(found)
 
     def export(self, agent: str | None = None, *, tenant: str | None = None) -> dict[str, Any]:
@@ -388,9 +440,10 @@ class StateStore:
 SCHEMA_VERSION_SQL = "SELECT value FROM memsolve_meta WHERE key='schema_version'"
 
 
-def check_schema_version(where: str | Path, row: Sequence[Any] | None) -> None:
-    """Refuse a store whose stored schema version (the row of SCHEMA_VERSION_SQL) is newer than
-    this memsolve, or missing or invalid; both backends read the same table."""
+def check_schema_version(where: str | Path, row: Sequence[Any] | None) -> int:
+    """The stored schema version (the row of SCHEMA_VERSION_SQL); refuse a store whose version is
+    newer than this memsolve, or missing or invalid; both backends read the same table. An older
+    one is read as it is and migrated by the first write (:data:`MIGRATIONS`, :func:`migrate`)."""
     try:
         version = int(row[0]) if row else 0
     except (TypeError, ValueError):
@@ -400,6 +453,18 @@ def check_schema_version(where: str | Path, row: Sequence[Any] | None) -> None:
                          f"({SCHEMA_VERSION}); upgrade memsolve")
     if version < 1:
         raise StateError(f"{where}: state schema version missing or invalid (left untouched)")
+    return version
+
+
+def migrate(execute: Any, version: int, schema: Any = lambda sql: sql) -> None:
+    """Bring a store of schema ``version`` to SCHEMA_VERSION inside the caller's transaction:
+    each migration's statements (``schema`` turns them into the backend's types), then the
+    version."""
+    for step in range(version, SCHEMA_VERSION):
+        for statement in schema(MIGRATIONS[step]).strip().split(";"):
+            if statement.strip():
+                execute(statement)
+    execute(f"UPDATE memsolve_meta SET value='{SCHEMA_VERSION}' WHERE key='schema_version'")
 
 
 def _backend(address: str | Path) -> type[StateStore]:
@@ -486,8 +551,14 @@ class SQLiteStore(StateStore):
             return True
         if app_id != APPLICATION_ID or "memsolve_meta" not in tables:
             raise StateError(f"{self.path}: not a memsolve state file (left untouched)")
-        check_schema_version(self.path, conn.execute(SCHEMA_VERSION_SQL).fetchone())
+        version = check_schema_version(self.path, conn.execute(SCHEMA_VERSION_SQL).fetchone())
+        if version < SCHEMA_VERSION and create:
+            migrate(conn.execute, version)
         return True
+
+    def _holds_prompt_orders(self, conn: sqlite3.Connection) -> bool:
+        return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='prompt_orders'").fetchone() \
+            is not None
 
     def _corrupt(self, reason: str = "database disk image is malformed") -> StateError:
         """The error for a file whose pages or values are damaged (``reason`` never quotes
