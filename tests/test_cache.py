@@ -241,3 +241,37 @@ def test_the_arrays_order_as_the_records_do(turns: list[list[dict]], carry: str,
         assert again.prompt_order == prompt_order(list(again.selected), previous) == result.prompt_order
         if cached:
             assert again.cache.prefix_records == len(previous) and again.cache.first_change is None
+
+
+def test_the_table_shows_the_prompt_order_and_the_cache_trace() -> None:
+    import io
+
+    from memsolve.render import result_table
+
+    def table(result: memsolve.Result) -> list[str]:
+        out = io.StringIO()
+        result_table(result, out)
+        return out.getvalue().splitlines()
+
+    p = policy(200, CACHED.format(value=100))
+    selector = Selector(p, records({"c": 1.0, "b": 4.0, "a": 5.0}))
+    first = table(selector.select(now=1))
+    assert "Selected, in prompt order" in first[1] and "cache      anthropic-5m: no previous prompt" in first
+    rows = [line.split("│")[1:-1] for line in first if line.startswith("│")]
+    assert [[cell.strip() for cell in row[:3]] for row in rows[:2]] == [["1", "a", "raw"], ["2", "b", "raw"]]
+    carried = _carry(selector, p, records({"a": 3.0, "b": 4.0, "c": 3.2}))
+    changed = carried.select(now=1)
+    lines = table(changed)
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
+    assert rows[:2] == [["1", "b", "raw", "100", "4", ""], ["2", "c", "raw", "100", "3.2", ""]]
+    assert "cache      anthropic-5m: 0 of 2 previous records intact at the head (0 tokens; 0 read from the cache), " \
+           "1 kept" in lines
+    change = changed.cache.first_change
+    assert f"           first change a raw -> dropped: {change['reason']} (gain {change['gain']:.6g})" in lines
+    assert any(line.startswith("           input $0.00075 modelled (uncached $0.00075, without the change $6e-05)")
+               for line in lines)
+    kept = carried.select(now=1)  # the same records again: the whole prompt is the intact prefix
+    assert [r[-1] for r in ([c.strip() for c in line.split("│")[1:-1]] for line in table(kept)
+                            if line.startswith("│"))][:2] == ["intact prefix", "intact prefix"]
+    plain = table(Selector(policy(200), records({"a": 5.0, "b": 4.0})).select(now=1))
+    assert plain[1].startswith("Selected ") and not any(line.startswith("cache ") for line in plain)

@@ -39,11 +39,20 @@ def result_table(result: Result, file: IO[str] | None = None) -> None:
     console = _console(file)
     console.print(f"[bold]memsolve[/bold]  policy {result.policy_name}  round {result.round}  now {result.now}")
 
-    selected = Table(title="Selected", title_justify="left")
-    for column in ("id", "level", "tokens", "utility"):
-        selected.add_column(column, justify="right" if column in ("tokens", "utility") else "left")
-    for item in result.selected:
-        selected.add_row(item.id, item.level, str(item.tokens), _num(item.utility))
+    cache = result.cache  # DESIGN §15: with a cache block, the selection in prompt order
+    if cache is None:
+        selected = Table(title="Selected", title_justify="left")
+        for column in ("id", "level", "tokens", "utility"):
+            selected.add_column(column, justify="right" if column in ("tokens", "utility") else "left")
+        for item in result.selected:
+            selected.add_row(item.id, item.level, str(item.tokens), _num(item.utility))
+    else:
+        selected = Table(title="Selected, in prompt order", title_justify="left")
+        for column in ("#", "id", "level", "tokens", "utility", "cache"):
+            selected.add_column(column, justify="right" if column in ("#", "tokens", "utility") else "left")
+        for position, item in enumerate(result.in_prompt_order(), start=1):
+            selected.add_row(str(position), item.id, item.level, str(item.tokens), _num(item.utility),
+                             "intact prefix" if position <= cache.prefix_records else "")
     console.print(selected)
 
     if result.dropped:
@@ -82,6 +91,9 @@ def result_table(result: Result, file: IO[str] | None = None) -> None:
     if s.greedy:
         line += f"; greedy would lose {_num(s.greedy['loss'])}"
     console.print(line)
+    if cache is not None:
+        for line in _cache_lines(cache):
+            console.print(line)
     if result.compression is not None:
         c = result.compression
         verdict = "preserved" if c.preserved else "NOT preserved"
@@ -90,6 +102,29 @@ def result_table(result: Result, file: IO[str] | None = None) -> None:
             f"(gaps {_num(c.original_gap)} / {_num(c.compressed_gap)})"
             + ("  warning: zero action gap" if c.zero_gap else "")
         )
+
+
+def _cache_lines(cache: Any) -> list[str]:
+    """The cache trace (a memsolve.cache.CacheTrace) in two or three lines."""
+    if cache.previous is None:
+        prefix = "no previous prompt"
+    else:
+        prefix = (f"{cache.prefix_records} of {cache.previous} previous records intact at the head "
+                  f"({cache.prefix_tokens} tokens; {cache.reused_tokens} read from the cache), {cache.kept} kept")
+    lines = [f"cache      {cache.provider}: {prefix}"]
+    change = cache.first_change
+    if change is not None:
+        line = f"           first change {change['id']} {change['was']} -> {change['now']}: {change['reason']}"
+        if "gain" in change:
+            line += f" (gain {_num(change['gain'])})"
+        lines.append(line)
+    if cache.cost is not None:
+        cost = cache.cost
+        line = f"           input ${cost['dollars']:.6g} modelled (uncached ${cost['uncached']:.6g}"
+        if "without_change" in cost:
+            line += f", without the change ${cost['without_change']:.6g}"
+        lines.append(line + ")")
+    return lines
 
 
 def frontier_table(points: Sequence[tuple[int, float]], file: IO[str] | None = None) -> None:
