@@ -25,8 +25,10 @@ SEEDS = [
     (ROOT / "policies/team-a.yaml", ".yaml", "policy"),
     (ROOT / "policies/incidents.yaml", ".yaml", "policy"),
     (ROOT / "examples/ch15/base.json", ".json", "records"),
-    (ROOT / "examples/incidents/records.jsonl", ".jsonl", "records"),
-    (ROOT / "examples/shared.jsonl", ".jsonl", "records"),
+    (ROOT / "examples/incidents/records.json", ".json", "records"),
+    (ROOT / "examples/shared.json", ".json", "records"),
+    (ROOT / "fuzz/seeds/shared.jsonl", ".jsonl", "records"),  # examples/shared.json's records, one a line
+    (ROOT / "fuzz/seeds/incidents.jsonl", ".jsonl", "records"),
 ]
 PIECES = [b"{", b"}", b"[", b"]", b":", b",", b"-", b'"', b"'", b"&a", b"*a", b"!!python/object", b"\n", b"\t",
           b" ", b"0", b"-1", b"1e999", b"NaN", b"null", b"true", b"\xff", b"\xc3\xa9", b"9" * 30, b"---", b"%YAML",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
@@ -25,19 +25,33 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from . import collection, schemas
+from . import collection, decode, schemas
 from .columns import Columns
 from .context import CONTEXT_FIELDS, Context
+from .decode import UNSET, Decoded, DecodedRecord
 from .errors import InputError, Location, not_finite, shown
-from .source import MAX_INTEGER, Document, find_non_finite, load_document
+from .source import (
+    MAX_INTEGER,
+    MAX_TOKENS,
+    MAX_UTILITY,
+    STDIN,
+    Document,
+    find_non_finite,
+    format_of,
+    json_value,
+    jsonl_document,
+    jsonl_lines,
+    jsonl_may_break_limits,
+    load_document,
+    may_hide_duplicate_keys,
+    nesting_may_break_limit,
+    parse_text,
+    read_text,
+    string_may_break_limit,
+)
 from .timeutil import NUMBER, TimeValueError, parse_duration, parse_timestamp, time_kind
 
-# Larger token counts would overflow the solvers' 64-bit arithmetic once summed.
-MAX_TOKENS = 10**12
 DELETE = "delete"  # the level every record has implicitly: not kept (0 tokens, 0 utility)
-# Larger utilities would overflow a sum over a million records and leave no resolution for the
-# others once scaled to integers (README, "Numbers"); the schema states the same bound.
-MAX_UTILITY = 1e15
 
 
 class Level(NamedTuple):
@@ -242,11 +256,52 @@ def load_records(source: str | Path | Sequence[Any] | Mapping[str, Any]) -> Reco
     """Load records from a file path, or from already-parsed data (a list or a case object)."""
     with collection.paused():  # a million records are millions of objects the collector would rescan
         if isinstance(source, (str, Path)):
+            if str(source) != STDIN and format_of(source) == "jsonl":
+                text, raw = read_text(source)
+                sha256 = hashlib.sha256(raw).hexdigest()
+                return _jsonl(text, str(source), sha256) or _build(parse_text(text, str(source), "jsonl"),
+                                                                           sha256)
             doc, raw = load_document(source)
             return _build(doc, hashlib.sha256(raw).hexdigest())
-        canonical = json.dumps(source, sort_keys=True, default=str, separators=(",", ":"))
         doc = Document("<records>", "", source, "data")
-        return _build(doc, hashlib.sha256(canonical.encode("utf-8")).hexdigest())
+        sha256 = hashlib.sha256(_canonical(source)).hexdigest()
+        if isinstance(source, list) and len(source) <= MAX_RECORDS:
+            return _collected(doc, sha256, (), len(source), source.__getitem__, decode.items(source))
+        return _build(doc, sha256)
+
+
+def _canonical(data: Any) -> bytes:
+    """Python data as canonical JSON bytes, for its hash (sorted keys, no blanks)."""
+    return json.dumps(data, sort_keys=True, default=str, separators=(",", ":")).encode("utf-8")
+
+
+def _jsonl(text: str, file: str, sha256: str) -> RecordSet | None:
+    """A JSON Lines text through the fast path (``memsolve.decode``), or None when the exact path
+    must read all of it: a key may be written twice, a value may break a limit, too many records."""
+    if may_hide_duplicate_keys(text):
+        return None
+    line_of = jsonl_lines(text)
+    if len(line_of) > MAX_RECORDS or any(string_may_break_limit(line) for _, line in line_of):
+        return None
+    decoded = decode.lines([line for _, line in line_of])
+    refused = [position for position, item in enumerate(decoded) if item is None]
+    # the decoded types nest four levels at most, but for `metadata`; and they refuse lone
+    # surrogates: the exact path's structure check is needed for metadata and refused lines only
+    if refused and jsonl_may_break_limits(text, line_of):
+        return None
+    if any(item.metadata is not None and nesting_may_break_limit(line_of[position][1])
+           for position, item in enumerate(decoded) if item is not None):
+        return None
+    written = text.count('":') - sum(line_of[position][1].count('":') for position in refused)
+    if not decode.keys_kept(written, decoded):
+        return None
+    doc = jsonl_document(text, file, line_of, None)  # the records are built here, not kept as dicts
+
+    def item_at(position: int) -> Any:  # raises as the exact path does for a line that is not JSON
+        number, line = line_of[position]
+        return json_value(line, file, number - 1, 1)
+
+    return _collected(doc, sha256, (), len(line_of), item_at, decoded)
 
 
 def _build(doc: Document, sha256: str) -> RecordSet:
@@ -274,25 +329,45 @@ def _build(doc: Document, sha256: str) -> RecordSet:
 
     if len(items) > MAX_RECORDS:
         raise doc.error(prefix, f"{len(items):,} records, more than the limit of {MAX_RECORDS:,}")
+    return _collected(doc, sha256, prefix, len(items), items.__getitem__, None, context, actions)
+
+
+def _collected(
+    doc: Document,
+    sha256: str,
+    prefix: tuple[Any, ...],
+    count: int,
+    item_at: Callable[[int], Any],
+    decoded: Sequence[Decoded] | None,
+    context: Context | None = None,
+    actions: ActionValues | None = None,
+) -> RecordSet:
+    """The record set of ``count`` items: each built by the fast path from ``decoded`` where it
+    can (memsolve.decode), else from ``item_at(position)`` by the exact path; a record in error,
+    or a second one with an earlier record's (tenant, id), kept as invalid."""
     records: list[AnyRecord] = []
     seen: set[tuple[str | None, str]] = set()  # (tenant, id)
-    for position, item in enumerate(items):
-        path = prefix + (position,)
-        try:
-            record = _record(doc, item, position, path)
-        except InputError as error:
-            fields = item if isinstance(item, dict) else {}
-            rid = fields.get("id") if isinstance(fields.get("id"), str) else None
-            tenant = fields.get("tenant") if isinstance(fields.get("tenant"), str) else None
-            records.append(InvalidRecord(rid, position, error, tenant))
-            continue
+    for position in range(count):
+        fast = None if decoded is None else decoded[position]
+        record = None if fast is None else _decoded_record(fast, position)
+        if record is None:
+            item = item_at(position)
+            path = prefix + (position,)
+            try:
+                record = _record(doc, item, position, path)
+            except InputError as error:
+                fields = item if isinstance(item, dict) else {}
+                rid = fields.get("id") if isinstance(fields.get("id"), str) else None
+                tenant = fields.get("tenant") if isinstance(fields.get("tenant"), str) else None
+                records.append(InvalidRecord(rid, position, error, tenant))
+                continue
         identity = (record.tenant, record.id)
         if identity in seen:
-            records.append(_duplicate(record, doc.locate(path + ("id",))))
+            records.append(_duplicate(record, doc.locate(prefix + (position, "id"))))
             continue
         seen.add(identity)
         records.append(record)
-    return RecordSet(tuple(records), context, actions, doc.file, sha256, doc, prefix)
+    return RecordSet(tuple(records), context or Context(), actions, doc.file, sha256, doc, prefix)
 
 
 def _carry_columns(before: RecordSet, after: RecordSet, records: tuple[AnyRecord, ...]) -> None:
@@ -378,6 +453,69 @@ def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...]) -> R
         covers=tuple(item.get("covers", ())),
         score=_float(item.get("score")),
     )
+
+
+def _decoded_record(decoded: DecodedRecord, position: int) -> Record | None:
+    """The Record the exact path (:func:`_record`) builds from this item (the fast path,
+    memsolve.decode), or None where the exact path must word an error."""
+    stamp = decoded.timestamp
+    if type(stamp) is str:
+        kind = time_kind(stamp)
+        try:
+            timestamp = parse_timestamp(stamp)
+        except TimeValueError:
+            return None
+        if kind is None:  # pragma: no cover - parse_timestamp refuses what time_kind does not know
+            return None
+    else:
+        kind, timestamp = NUMBER, float(stamp)
+    ttl, ttl_given = decoded.ttl, True
+    if ttl is UNSET:
+        ttl, ttl_given = None, False
+    elif ttl is not None:
+        try:
+            ttl = parse_duration(ttl, kind)
+        except TimeValueError:
+            return None
+    if decoded.metadata is not None and find_non_finite(decoded.metadata) is not None:
+        return None  # Python data may hold a NaN there
+    levels = _decoded_levels(decoded)
+    if levels is None:
+        return None
+    covers, score, authority = decoded.covers, decoded.score, decoded.authority
+    return Record.of(
+        id=decoded.id, position=position, timestamp=timestamp, levels=levels, tenant=decoded.tenant,
+        store=decoded.store, session=decoded.session, key=decoded.key, ttl=ttl, ttl_given=ttl_given,
+        authority=False if authority is UNSET else authority, version=decoded.version, document=decoded.document,
+        text=decoded.text, time_kind=kind, covers=() if covers is None else tuple(covers),
+        score=None if score is None else float(score),
+    )
+
+
+_level = tuple.__new__  # Level(...) without the named tuple's Python-level __new__
+
+
+def _decoded_levels(decoded: DecodedRecord) -> tuple[Level, ...] | None:
+    utility = decoded.utility
+    if utility is None:
+        utility = decoded.decision_value
+    elif decoded.decision_value is not None:
+        return None
+    tokens, text, reps = decoded.tokens, decoded.text, decoded.representations
+    if reps is not None:
+        if tokens is not None or utility is not None or not reps or DELETE in reps:
+            return None
+        levels = []
+        for name, spec in reps.items():
+            size, value, covers = spec.tokens, spec.utility, spec.covers
+            if size is None and spec.text is None and text is None:
+                return None  # nothing to size the level by: the exact path says so
+            levels.append(_level(Level, (name, size, None if value is None else float(value), spec.text,
+                                         () if covers is None else tuple(covers))))
+        return tuple(levels)
+    if tokens is None and text is None:
+        return None  # nothing to size the record by: the exact path says which
+    return (Level("raw", tokens, None if utility is None else float(utility), text),)
 
 
 _FIELDS = frozenset(("id", "tenant", "store", "session", "key", "timestamp", "ttl", "authority", "version",

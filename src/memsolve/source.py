@@ -30,6 +30,11 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_DEPTH = 64  # nesting of mappings and lists
 MAX_STRING = 1024 * 1024  # characters in one string
 MAX_INTEGER = 2**63  # beyond this a number cannot be a token count, a time or a utility
+# Larger token counts would overflow the solvers' 64-bit arithmetic once summed.
+MAX_TOKENS = 10**12
+# Larger utilities would overflow a sum over a million records and leave no resolution for the
+# others once scaled to integers (README, "Numbers"); the schema states the same bound.
+MAX_UTILITY = 1e15
 
 try:  # the C loader is much faster; fall back to pure Python where libyaml is missing
     _BaseLoader: type = yaml.CSafeLoader  # type: ignore[attr-defined]
@@ -216,7 +221,7 @@ def parse_text(text: str, file: str, fmt: str) -> Document:
         return doc
     if fmt == "json":
         doc = _parse_json(text, file)
-        if _may_break_limits(text):
+        if may_break_limits(text):
             check_structure(doc)
         return doc
     if fmt == "jsonl":
@@ -403,7 +408,7 @@ def _json_loads(text: str) -> Any:
 
 
 _UNSURE = object()
-_SPACED_KEY = re.compile(r'"[ \t\n\r]+:')  # a key with blanks before its colon
+_HIDDEN_KEY = re.compile(r'"[ \t\n\r]+:|\\u0022')  # a key with blanks before its colon, a quote escaped so
 _LONG_DIGITS = re.compile(r"\d{19}")  # an integer that may pass 64 bits, which orjson reads as a float
 
 
@@ -418,7 +423,7 @@ def _fast_loads(text: str) -> Any:
     has as many `":` as orjson's own serialisation of what it kept exactly when no key was
     dropped. Anything else goes to the exact parser, which gives the same value or the same
     error as before (tests/test_source.py)."""
-    if "\\u0022" in text or _SPACED_KEY.search(text):
+    if may_hide_duplicate_keys(text):
         return _UNSURE
     try:
         data = orjson.loads(text)
@@ -436,7 +441,7 @@ def _fast_loads(text: str) -> Any:
 
 def _parse_json(text: str, file: str, line_offset: int = 0, depth: int = 0) -> Document:
     # depth: how far down the document this text's value sits (a JSON Lines record: 1)
-    data = _json_value(text, file, line_offset, depth)
+    data = json_value(text, file, line_offset, depth)
 
     def locator(path: PathT, key: bool) -> tuple[int, int] | None:
         offset = _json_offset(text, path, key)
@@ -448,7 +453,7 @@ def _parse_json(text: str, file: str, line_offset: int = 0, depth: int = 0) -> D
     return Document(file, text, data, "json", locator)
 
 
-def _json_value(text: str, file: str, line_offset: int, depth: int) -> Any:
+def json_value(text: str, file: str, line_offset: int, depth: int) -> Any:
     """The value of a JSON text, or the InputError that says where it is wrong."""
     try:
         return _json_loads(text)
@@ -473,10 +478,23 @@ def _json_value(text: str, file: str, line_offset: int, depth: int) -> Any:
 
 
 def _parse_jsonl(text: str, file: str) -> Document:
+    line_of = jsonl_lines(text)
+    records = [json_value(line, file, number - 1, 1) for number, line in line_of]
+    doc = jsonl_document(text, file, line_of, records)
+    if jsonl_may_break_limits(text, line_of):
+        check_structure(doc)
+    return doc
+
+
+def jsonl_lines(text: str) -> list[tuple[int, str]]:
+    """The (line number, text) of each line of a JSON Lines text that is not blank."""
     # line by line: joining lines into one array would accept a value split across two lines
     # split at \n only: splitlines() also splits at U+2028, U+0085..., which JSON strings may hold
-    line_of = [(number, line) for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
-    records = [_json_value(line, file, number - 1, 1) for number, line in line_of]
+    return [(number, line) for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
+
+
+def jsonl_document(text: str, file: str, line_of: list[tuple[int, str]], data: Any) -> Document:
+    """The document of a JSON Lines text (its lines from :func:`jsonl_lines`), holding ``data``."""
 
     def locator(path: PathT, key: bool) -> tuple[int, int] | None:
         if not path:
@@ -489,16 +507,35 @@ def _parse_jsonl(text: str, file: str) -> Document:
             return None
         return number, _line_col(line, offset)[1]
 
-    doc = Document(file, text, records, "jsonl", locator)
-    # the records are one level down, so a line needs MAX_DEPTH brackets (not + 1) to break the limit
-    if _SURROGATE_ESCAPE.search(text) or any(
-        len(line) > MAX_STRING or line.count("[") + line.count("{") >= MAX_DEPTH for _, line in line_of
-    ):
-        check_structure(doc)
-    return doc
+    return Document(file, text, data, "jsonl", locator)
 
 
-def _may_break_limits(text: str) -> bool:
+def jsonl_may_break_limits(text: str, line_of: list[tuple[int, str]]) -> bool:
+    """Whether some line of a JSON Lines text can break MAX_DEPTH or MAX_STRING, or the text hold
+    a lone surrogate (see :func:`may_break_limits`)."""
+    return _SURROGATE_ESCAPE.search(text) is not None or any(
+        string_may_break_limit(line) or nesting_may_break_limit(line) for _, line in line_of
+    )
+
+
+def string_may_break_limit(line: str) -> bool:
+    """Whether a line of JSON Lines can hold a string longer than MAX_STRING."""
+    return len(line) > MAX_STRING
+
+
+def nesting_may_break_limit(line: str) -> bool:
+    """Whether a line of JSON Lines can nest MAX_DEPTH deep (a record is one level down, so
+    MAX_DEPTH brackets, not one more, can break the limit)."""
+    return line.count("[") + line.count("{") >= MAX_DEPTH
+
+
+def may_hide_duplicate_keys(text: str) -> bool:
+    """Whether a JSON text may write a key twice where counting `":` cannot tell (a key with
+    blanks before its colon, a quote written as \\u0022): see :func:`_fast_loads`."""
+    return _HIDDEN_KEY.search(text) is not None
+
+
+def may_break_limits(text: str) -> bool:
     """Whether a JSON text can break MAX_DEPTH, MAX_STRING or hold a lone surrogate: a decoded string
     is never longer than the text, and nesting needs one bracket a level. Files that cannot skip
     :func:`check_structure`'s walk over every value."""
@@ -632,7 +669,7 @@ def check_structure(doc: Document) -> None:
     Walks each distinct node once, so a file of ten nested aliases is refused in microseconds
     instead of being expanded. JSON cannot share nodes; YAML gives aliases as shared objects.
     A first walk only looks (level by level, no paths); a second one, on a document that breaks
-    a limit, finds where. JSON texts that cannot break a limit (see ``_may_break_limits``; JSON
+    a limit, finds where. JSON texts that cannot break a limit (see ``may_break_limits``; JSON
     Lines: checked line by line) skip both.
     """
     if _within_limits(doc.data):

@@ -1,0 +1,126 @@
+"""The fast path of :func:`memsolve.load_records`: records decoded by msgspec into typed values.
+
+The published JSON Schema (``records.schema.json``) stays the contract. The types below accept
+a subset of what it accepts, and ``records`` builds a record they take into the same
+:class:`~memsolve.records.Record` the exact path builds. Anything else goes to the exact path
+(parse, schema, semantic checks), which words the error:
+
+- a line or item the types refuse, or one whose record the exact path would refuse or word
+  differently (a level without a size, an unparseable time, ``delete`` as a level name) goes to
+  the exact path on its own;
+- a text where a key may be written twice (msgspec keeps the last one silently), or which may
+  break the nesting or string limits, goes to the exact path whole (``records.load_records``).
+
+``tests/test_decode.py`` holds the two paths to equal record sets, errors included, on
+generated texts and data.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import UNSET, Meta, UnsetType
+
+from .source import MAX_TOKENS, MAX_UTILITY
+
+__all__ = ["UNSET", "Decoded", "DecodedLevel", "DecodedRecord", "items", "keys_kept", "lines"]
+
+_BIG = sys.float_info.max
+_INT = 2**63 - 1  # msgspec bounds an int within 64 bits; the exact path's limit is 2**63
+Number = Annotated[int, Meta(ge=-_INT, le=_INT)] | Annotated[float, Meta(ge=-_BIG, le=_BIG)]
+Duration = Annotated[int, Meta(ge=0, le=_INT)] | Annotated[float, Meta(ge=0, le=_BIG)]
+Count = Annotated[int, Meta(ge=0, le=MAX_TOKENS)]
+Utility = Annotated[int, Meta(ge=0, le=int(MAX_UTILITY))] | Annotated[float, Meta(ge=0, le=MAX_UTILITY)]
+Score = Annotated[int, Meta(ge=0, le=1)] | Annotated[float, Meta(ge=0, le=1)]
+Id = Annotated[str, Meta(min_length=1)]
+
+
+# Absent and null differ only for `ttl` (null: never expires) and `authority` (written `false`
+# must be written back for the key count, below): those two default to UNSET. Every other field
+# refuses null, so None marks it absent, and with omit_defaults a value written back is a key given.
+class DecodedLevel(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, gc=False):
+    tokens: Count = None  # type: ignore[assignment]
+    utility: Utility = None  # type: ignore[assignment]
+    text: str = None  # type: ignore[assignment]
+    covers: list[Id] = None  # type: ignore[assignment]
+
+
+class DecodedRecord(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, gc=False):
+    """records.schema.json's record, less what the exact path must word (see the module)."""
+
+    id: Id
+    timestamp: Number | str
+    tenant: str = None  # type: ignore[assignment]
+    store: str = None  # type: ignore[assignment]
+    session: str = None  # type: ignore[assignment]
+    key: str = None  # type: ignore[assignment]
+    ttl: Duration | str | None | UnsetType = UNSET
+    authority: bool | UnsetType = UNSET
+    version: str = None  # type: ignore[assignment]
+    document: str = None  # type: ignore[assignment]
+    text: str = None  # type: ignore[assignment]
+    tokens: Count = None  # type: ignore[assignment]
+    decision_value: Utility = None  # type: ignore[assignment]
+    utility: Utility = None  # type: ignore[assignment]
+    representations: dict[str, DecodedLevel] = None  # type: ignore[assignment]
+    covers: list[Id] = None  # type: ignore[assignment]
+    score: Score = None  # type: ignore[assignment]
+    metadata: dict[str, Any] = None  # type: ignore[assignment]
+
+
+_LINE = msgspec.json.Decoder(DecodedRecord)
+_ENCODE = msgspec.json.Encoder().encode
+_REFUSED = (msgspec.DecodeError, msgspec.ValidationError)
+
+# One item of a text: its decoded value, or None where the exact path must read it.
+Decoded = DecodedRecord | None
+
+
+def lines(texts: Sequence[str]) -> list[Decoded]:
+    """Each JSON Lines line decoded, None where the types refuse it."""
+    out: list[Decoded] = []
+    decode = _LINE.decode
+    for text in texts:
+        try:
+            out.append(decode(text))
+        except _REFUSED:
+            out.append(None)
+    return out
+
+
+def items(data: Sequence[Any]) -> list[Decoded]:
+    """Records given as Python data (a list of dicts), each converted, None where refused."""
+    out: list[Decoded] = []
+    convert = msgspec.convert
+    for item in data:
+        if type(item) is not dict or not _lists_are_lists(item):  # the exact path decides
+            out.append(None)
+            continue
+        try:
+            out.append(convert(item, DecodedRecord))
+        except _REFUSED:
+            out.append(None)
+    return out
+
+
+def _lists_are_lists(item: dict[str, Any]) -> bool:
+    """msgspec converts a tuple where a list is wanted; the schema refuses it."""
+    covers = item.get("covers")
+    if covers is not None and type(covers) is not list:
+        return False
+    reps = item.get("representations")
+    if type(reps) is dict:
+        for spec in reps.values():
+            if type(spec) is dict and spec.get("covers") is not None and type(spec["covers"]) is not list:
+                return False
+    return True
+
+
+def keys_kept(text_count: int, decoded: Sequence[Decoded]) -> bool:
+    """No key was dropped: the texts of the decoded items held ``text_count`` `":`, and their
+    values written back hold as many (a key written twice is kept once; a `":` inside a string
+    is written back as it was, since a quote in a string is always escaped as \\")."""
+    return text_count == _ENCODE([d for d in decoded if d is not None]).count(b'":')

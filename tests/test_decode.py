@@ -1,0 +1,224 @@
+"""The fast path of load_records (memsolve.decode) against the exact path it stands in for.
+
+The exact path (parse, schema, semantic checks) is the contract; these tests load the same text
+or data both ways and require equal record sets: the same records, the same invalid ones with
+the same error at the same place, or the same file-level error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import memsolve
+from memsolve import records
+from memsolve.records import InvalidRecord, RecordSet
+from memsolve.source import Document, parse_text
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def exact_from_text(text: str, file: str) -> RecordSet:
+    return records._build(parse_text(text, file, "jsonl"), "")
+
+
+def exact_from_data(data: list[Any]) -> RecordSet:
+    return records._build(Document("<records>", "", data, "data"), "")
+
+
+def described(outcome: RecordSet | memsolve.InputError) -> Any:
+    """What a load gave, comparable: each record, or each invalid one's error and place."""
+    if isinstance(outcome, memsolve.InputError):
+        return ("error", outcome.render())
+    return [("invalid", r.id, r.position, r.tenant, r.error.render()) if isinstance(r, InvalidRecord) else r
+            for r in outcome.records]
+
+
+def both_from_text(text: str, folder: Path) -> tuple[Any, Any]:
+    path = folder / "r.jsonl"
+    path.write_text(text, encoding="utf-8")
+    try:
+        fast: Any = memsolve.load_records(path)
+    except memsolve.InputError as error:
+        fast = error
+    try:
+        exact: Any = exact_from_text(text, str(path))
+    except memsolve.InputError as error:
+        exact = error
+    return described(fast), described(exact)
+
+
+def both_from_data(data: list[Any]) -> tuple[Any, Any]:
+    try:
+        fast: Any = memsolve.load_records(data)
+    except memsolve.InputError as error:
+        fast = error
+    try:
+        exact: Any = exact_from_data(data)
+    except memsolve.InputError as error:
+        exact = error
+    return described(fast), described(exact)
+
+
+_BIG = sys.float_info.max
+_edges = st.sampled_from([0, -1, 1, 2**53, 2**63 - 1, 2**63, 2**63 + 1, -(2**63), 10**12, 10**12 + 1, 10**15,
+                          10**15 + 1, 0.0, -0.0, 1e-300, 5e-324, 0.5, 1.5, _BIG, -_BIG, 1e15, 1.0000000000000002e15])
+_strings = st.one_of(st.text(max_size=4), st.sampled_from(["", '":', 'a"b', "é", "٢", "\x00", "24h", "7d", "-1h",
+                                                           "2026-11-30T09:00:00Z", "2026-13-01T00:00:00Z",
+                                                           "2026-02-30T12:00:00Z", "0001-01-01T00:00:00+01:00",
+                                                           "2026-11-30T09:00:00+05:30", "delete", "raw"]))
+_values = st.one_of(st.none(), st.booleans(), st.integers(-3, 10**13), _edges, st.floats(allow_nan=False), _strings,
+                    st.lists(st.integers(), max_size=2),
+                    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+_ids = st.lists(st.one_of(_strings, st.integers()), max_size=3)
+_level = st.fixed_dictionaries({}, optional={"tokens": st.one_of(st.integers(0, 50), _values),
+                                             "utility": st.one_of(st.floats(0, 10), _values),
+                                             "text": st.one_of(st.text(max_size=6), _values),
+                                             "covers": st.one_of(_ids, _values), "extra": _values})
+_junk = st.fixed_dictionaries(
+    {"id": st.one_of(st.sampled_from(["a", "b", "c"]), _strings, st.integers()),
+     "timestamp": st.one_of(st.integers(0, 100), _values)},
+    optional={
+        **{name: st.one_of(st.sampled_from(["t1", "t2"]), _values) for name in ("tenant", "store", "session", "key")},
+        **{name: _values for name in ("version", "document", "decision_value", "timestmp")},
+        "ttl": st.one_of(st.integers(0, 50), _values),
+        "authority": _values,
+        "text": st.one_of(st.text(max_size=8), _values),
+        "tokens": st.one_of(st.integers(0, 50), _values),
+        "utility": st.one_of(st.floats(0, 10), _values),
+        "covers": st.one_of(_ids, _values),
+        "score": st.one_of(st.floats(-0.5, 1.5), _values),
+        "metadata": st.one_of(_values, st.dictionaries(st.text(max_size=3), st.recursive(
+            st.one_of(st.integers(), st.floats(allow_nan=False), st.text(max_size=3)),
+            lambda inner: st.lists(inner, max_size=2), max_leaves=4), max_size=2)),
+        "representations": st.one_of(_values, st.dictionaries(st.sampled_from(["raw", "summary", "delete", "gist"]),
+                                                              st.one_of(_level, _values), max_size=3)),
+    },
+)
+# records the fast path takes (mostly): every field of a valid kind, values at the edges
+_number = st.one_of(st.integers(-(2**63), 2**63), st.floats(allow_nan=False, allow_infinity=False), _edges)
+_size = st.one_of(st.integers(0, 60), st.sampled_from([10**12, 10**12 + 1]))
+_worth = st.one_of(st.floats(0, 1e15), st.integers(0, 100), st.sampled_from([1e-300, 1e15, 1e15 + 1]))
+_name = st.sampled_from(["a", "b", "c", "t1", "t2", "s", "é"])
+_good_level = st.fixed_dictionaries({}, optional={"tokens": _size, "utility": _worth, "text": st.text(max_size=6),
+                                                  "covers": st.lists(_name, max_size=2)})
+_valid = st.fixed_dictionaries(
+    {"id": _name, "timestamp": st.one_of(st.integers(0, 10), _number, st.sampled_from([
+        "2026-11-30T09:00:00Z", "2026-11-30T09:00:00.5+05:30", "2026-13-01T00:00:00Z", "9999-12-31T23:59:59Z"]))},
+    optional={
+        **{name: _name for name in ("tenant", "store", "session", "key", "version", "document")},
+        "ttl": st.one_of(st.none(), st.integers(0, 50), st.floats(0, 1e300), st.sampled_from(["24h", "7d", "-1h"])),
+        "authority": st.booleans(),
+        "text": st.text(max_size=8),
+        "covers": st.lists(_name, max_size=2),
+        "score": st.floats(0, 1),
+        "metadata": st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    },
+).flatmap(lambda item: st.one_of(
+    st.just(item),
+    st.fixed_dictionaries({"tokens": _size, "utility": _worth}).map(lambda more: {**item, **more}),
+    st.fixed_dictionaries({"decision_value": _worth}, optional={"tokens": _size}).map(lambda more: {**item, **more}),
+    st.dictionaries(st.sampled_from(["raw", "summary", "gist", "delete"]), _good_level, max_size=3).map(
+        lambda reps: {**item, "representations": reps}),
+))
+_record = st.one_of(_valid, _valid, _junk)
+
+
+def _line(item: dict[str, Any], rng: random.Random) -> str:
+    text = json.dumps(item, ensure_ascii=rng.random() < 0.5,
+                      separators=rng.choice([(",", ":"), (", ", ": "), (",", ": ")]))
+    roll = rng.random()
+    if roll < 0.05 and len(item) > 1:  # a key written twice
+        key = rng.choice(sorted(item))
+        text = text[:-1] + f', "{key}": {json.dumps(rng.choice([0, "x", None]))}' + "}"
+    elif roll < 0.08:  # a key with a blank before its colon
+        text = text.replace('":', '" :', 1)
+    elif roll < 0.10:
+        text = text[: rng.randrange(len(text))]  # cut short: not JSON
+    elif roll < 0.12:
+        text = text.replace('"', "\\u0022", 1)
+    return text
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_record, max_size=6), st.randoms(use_true_random=False))
+def test_jsonl_fast_path_equals_the_exact_path(tmp_path_factory: Any, items: list[dict[str, Any]],
+                                               rng: random.Random) -> None:
+    text = "\n".join(_line(item, rng) for item in items) + rng.choice(["", "\n", "\n\n  \n"])
+    fast, exact = both_from_text(text, tmp_path_factory.mktemp("d"))
+    assert fast == exact
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_record, max_size=6))
+def test_data_fast_path_equals_the_exact_path(items: list[dict[str, Any]]) -> None:
+    fast, exact = both_from_data(items)
+    assert fast == exact
+
+
+@pytest.mark.parametrize("extra", [float("nan"), float("inf"), ("x",), {"n": float("nan")}])
+def test_python_values_json_cannot_hold_go_to_the_exact_path(extra: Any) -> None:
+    item = {"id": "a", "timestamp": 1, "tokens": 3, "utility": 1.0}
+    for field in ("utility", "metadata", "covers", "timestamp"):
+        fast, exact = both_from_data([{**item, field: extra}])
+        assert fast == exact
+
+
+def test_the_fuzz_corpus_loads_the_same_both_ways(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "fuzz"))
+    try:
+        from fuzz_loaders import SEEDS, mutate
+    finally:
+        sys.path.pop(0)
+    rng = random.Random(13)
+    assert all(path.is_file() for path, _, _ in SEEDS)  # the corpus has not gone stale
+    seeds = [path.read_bytes() for path, suffix, _ in SEEDS if suffix == ".jsonl"]
+    compared = decoded_fast = 0
+    for i in range(400):
+        data = mutate(rng, seeds[i % len(seeds)])
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        fast, exact = both_from_text(text, tmp_path)
+        assert fast == exact, data
+        compared += 1
+        try:
+            decoded_fast += records._jsonl(text, "f", "") is not None
+        except memsolve.InputError:
+            pass
+    assert compared > 300 and decoded_fast > 100  # the fast path did take most of them
+
+
+def test_a_file_the_fast_path_takes_hashes_and_locates_as_before(tmp_path: Path) -> None:
+    text = '{"id": "a", "timestamp": 1, "tokens": 3}\n\n{"id": "a", "timestamp": 2, "tokens": 4}\n'
+    path = tmp_path / "r.jsonl"
+    path.write_text(text)
+    assert records._jsonl(text, str(path), "") is not None  # the fast path is the one tested
+    loaded = memsolve.load_records(path)
+    assert loaded.sha256 == hashlib.sha256(text.encode()).hexdigest()
+    duplicate = loaded.records[1]
+    assert isinstance(duplicate, InvalidRecord)
+    assert (duplicate.error.location.line, duplicate.error.location.column) == (3, 8)  # at its id
+    assert loaded.locate_field(0, "tokens").line == 1
+
+
+@pytest.mark.parametrize("text", [
+    '{"id": "a", "timestamp": 1, "tokens": 3, "tokens": 4}\n',  # the exact path names the duplicate key
+    '{"id": "a", "timestamp": 1, "tokens" : 3, "tokens": 4}\n',
+    '{"id": "a", "timestamp": 1, "tok\\u0065ns": 3, "tokens": 4}\n',
+    '{"id": "a", "timestamp": 1, "metadata": ' + "[" * 70 + "]" * 70 + "}\n",
+    '{"id": "a", "timestamp": 1, "text": "\\ud800"}\n',
+])
+def test_what_the_fast_path_cannot_vouch_for_gets_the_exact_answer(tmp_path: Path, text: str) -> None:
+    fast, exact = both_from_text(text, tmp_path)
+    assert fast == exact
+    assert fast[0] == "error" or isinstance(fast[0], tuple)  # refused as a file, or the record invalid
