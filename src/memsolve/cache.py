@@ -490,9 +490,41 @@ def ordered(result: Any, previous: PromptOrder | None, settings: CacheSettings |
     laid = None if solved is None else (solved.problem.rows, solved.problem.levels)
     if settings is None:  # ordering only: the order in the API and the MCP answer, the JSON as it was
         return replace(result, order=Ordering(lambda: arrange(compiled, choice, previous, laid)))
-    arranged = arrange(compiled, choice, previous, laid)
-    done = Ordering(lambda: arranged)
-    traced = trace(compiled, choice, arranged, previous, settings,
-                   lambda row: allocations.drop_reasons(np.array([row], dtype=np.int64))[0],
-                   None if solved is None else solved.found, None if solved is None else solved.problem)
+    done = Ordering(lambda: arrange(compiled, choice, previous, laid))
+    traced = DeferredTrace(lambda: trace(
+        compiled, choice, done.arranged, previous, settings,
+        lambda row: allocations.drop_reasons(np.array([row], dtype=np.int64))[0],
+        None if solved is None else solved.found, None if solved is None else solved.problem))
     return replace(result, order=done, cache=traced)
+
+
+class DeferredTrace:
+    """A :class:`CacheTrace` built when first read (``Result.cache``): an agent's turn that only
+    puts the prompt together never pays for it. Reads as the trace it stands for."""
+
+    __slots__ = ("_build", "_trace")
+
+    def __init__(self, build: Callable[[], CacheTrace]) -> None:
+        self._build: Callable[[], CacheTrace] | None = build
+        self._trace: CacheTrace | None = None
+
+    @property
+    def built(self) -> CacheTrace:
+        if self._trace is None:
+            assert self._build is not None
+            self._trace, self._build = self._build(), None
+        return self._trace
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.built, name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.built.to_dict()
+
+    def __eq__(self, other: object) -> bool:
+        return self.built == (other.built if isinstance(other, DeferredTrace) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(self.built)

@@ -199,13 +199,15 @@ def solve_cuts(problem: CacheProblem, engine: str = "dp", *, time_limit_s: float
         assert than.scaled is not None
         return value > than.scaled or (value == than.scaled and c > than.intact)
 
-    lagrangian = lagrangian_bounds(problem, scaled, bonus, top)
+    lagrangian: list[np.ndarray] = []  # computed when a cut is first bounded (a turn with one cut needs none)
     knapsack = {0: unconstrained}  # the knapsack part K_c of each solved cut: non-increasing in c
 
     def bounds(c: np.ndarray | range, k_above: int) -> np.ndarray:
         """Upper bounds of cuts ``c`` whose knapsack part is at most ``k_above``."""
+        if not lagrangian:
+            lagrangian.append(lagrangian_bounds(problem, scaled, bonus, top))
         at = np.asarray(c, dtype=np.int64)
-        return np.minimum(k_above + bonus[at], lagrangian[at])
+        return np.minimum(k_above + bonus[at], lagrangian[0][at])
 
     def settle(c: int) -> None:
         nonlocal best
