@@ -85,12 +85,23 @@ static uint64_t next_random(uint64_t *s) {
     return *s;
 }
 
+/* Which side of two pivots (top more efficient than bottom) an increment is on: 0 above top,
+   1 between them (either included), 2 below bottom. The rounded efficiencies decide unless one
+   equals a pivot's (rare: then the exact comparison), so the passes below run without the
+   mispredicted branches a comparison per increment costs. */
+static inline int group_of(const Increment *x, const Increment *top, const Increment *bottom) {
+    double e = x->eff;
+    if (e != top->eff && e != bottom->eff) return (e <= top->eff) + (e < bottom->eff);
+    return compare_efficiency(x, top) > 0 ? 0 : compare_efficiency(x, bottom) >= 0 ? 1 : 2;
+}
+
 /* One pass that keeps the increments on one side of, or between, two pivots. */
 static size_t keep_group(Increment *inc, size_t m, const Increment *top, const Increment *bottom, int group) {
     size_t out = 0;
     for (size_t i = 0; i < m; i++) {
-        int g = compare_efficiency(&inc[i], top) > 0 ? 0 : compare_efficiency(&inc[i], bottom) >= 0 ? 1 : 2;
-        if (g == group) inc[out++] = inc[i];
+        Increment x = inc[i];
+        inc[out] = x;
+        out += group_of(&x, top, bottom) == group;
     }
     return out;
 }
@@ -124,8 +135,13 @@ static int split_increment(Increment *inc, size_t m, int64_t cap, int64_t total,
         int64_t w_above = 0, w_band = 0;
         size_t n_above = 0, n_band = 0;
         for (size_t i = lo; i < hi; i++) {
-            if (compare_efficiency(&inc[i], &top) > 0) { w_above += inc[i].ds; n_above++; }
-            else if (compare_efficiency(&inc[i], &bottom) >= 0) { w_band += inc[i].ds; band[n_band++] = inc[i]; }
+            Increment x = inc[i];
+            int g = group_of(&x, &top, &bottom);
+            w_above += g == 0 ? x.ds : 0;
+            n_above += g == 0;
+            w_band += g == 1 ? x.ds : 0;
+            band[n_band] = x;  /* kept only when it is in the band */
+            n_band += g == 1;
         }
         int group;
         if (taken + w_above > cap) group = 0, total = w_above;
@@ -823,7 +839,9 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     i128 fixed_loss = 0;  /* sum of (best - reduced) over rows fixed away from their floor */
     int64_t rest_w = best_w, rest_v = best_v;
     for (Py_ssize_t i = 0; i < n; i++) keep[i * (k + 1) + choice[i]] = 1;
-    for (size_t c = 0; c < n_cand; c++) {
+    /* bounded_ties < 0: the optimum only, no reduction and no tie rule (what mcknap computes:
+       benchmarks/run.py times it for comparison; never an engine's answer) */
+    for (size_t c = 0; c < (bounded_ties < 0 ? 0 : n_cand); c++) {
         Py_ssize_t r = cand[c].row;
         if (upper - gap[r] < (i128)P->q * best_v) continue;  /* only its floor level can be optimal */
         i128 best = reduced(P, option_w(P, r, floor_opt[r]), option_v(P, r, floor_opt[r]));
@@ -845,7 +863,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             fixed_loss += best - reduced(P, option_w(P, r, choice[r]), option_v(P, r, choice[r]));
         }
     }
-    int tie_rule = 1;
+    int tie_rule = bounded_ties >= 0;
     size_t generated2 = 0, tail_rows = 0;
     if (n_free) {
         if (n_free > (size_t)n / 16) {  /* many free rows (the correlated classes): input order by one pass */
@@ -1079,7 +1097,7 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     long long capacity;
     int bounded_ties;
     Py_ssize_t n, k;
-    if (!PyArg_ParseTuple(args, "nnOOOLOOOp", &n, &k, &o_tokens, &o_values, &o_usable, &capacity, &o_choice, &o_keep,
+    if (!PyArg_ParseTuple(args, "nnOOOLOOOi", &n, &k, &o_tokens, &o_values, &o_usable, &capacity, &o_choice, &o_keep,
                           &o_core, &bounded_ties))
         return NULL;
     if (k < 0 || k > 62 || n < 0) {
@@ -1406,7 +1424,8 @@ release:
 
 static PyMethodDef methods[] = {
     {"solve", kernel_solve, METH_VARARGS,
-     "solve(n, k, tokens, values, usable, capacity, choice, keep, core, bounded_ties) -> info, or None past the limit"},
+     "solve(n, k, tokens, values, usable, capacity, choice, keep, core, bounded_ties) -> info, or None past the limit "
+     "(bounded_ties -1: the optimum only, no reduction nor tie rule)"},
     {"solve_arrays", kernel_solve_arrays, METH_VARARGS,
      "solve_arrays(n, k, tokens, utility, mask|None, budget, price, limit, bounded_ties, max_utility, choice) -> "
      "(objective, tokens_used, tie_rule), or None where the Python path answers"},
