@@ -408,7 +408,7 @@ def _json_loads(text: str) -> Any:
 
 
 _UNSURE = object()
-_HIDDEN_KEY = re.compile(r'"[ \t\n\r]+:|\\u0022')  # a key with blanks before its colon, a quote escaped so
+_SPACED_KEY = re.compile(r'"[\n\r][ \t\n\r]*:')  # a key with a line break before its colon
 _LONG_DIGITS = re.compile(r"\d{19}")  # an integer that may pass 64 bits, which orjson reads as a float
 
 
@@ -532,7 +532,10 @@ def nesting_may_break_limit(line: str) -> bool:
 def may_hide_duplicate_keys(text: str) -> bool:
     """Whether a JSON text may write a key twice where counting `":` cannot tell (a key with
     blanks before its colon, a quote written as \\u0022): see :func:`_fast_loads`."""
-    return _HIDDEN_KEY.search(text) is not None
+    # plain searches first: much faster than a regular expression over a file of a million lines
+    # (a blank after a quote is rare outside keys; a line break after one is common in JSON)
+    return ("\\u0022" in text or '" ' in text or '"\t' in text
+            or ('"\n' in text or '"\r' in text) and _SPACED_KEY.search(text) is not None)
 
 
 def may_break_limits(text: str) -> bool:
