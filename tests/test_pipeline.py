@@ -179,3 +179,20 @@ def test_a_run_leaves_the_garbage_collector_as_it_found_it() -> None:
             assert gc.isenabled() is enabled
         finally:
             gc.enable()
+
+
+def test_the_greedy_baseline_runs_only_when_the_report_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memsolve.solver import engines
+
+    runs = []
+    real = engines.solve_greedy
+    monkeypatch.setattr(engines, "solve_greedy", lambda *a, **k: runs.append(1) or real(*a, **k))
+    policy = memsolve.policy_from_text("apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: g}\n"
+                                       "budget: {tokens: 5}\nsolver: {engine: dp, cross_check: none}\n")
+    items = [{"id": f"r{i}", "timestamp": 0, "tokens": 2 + i % 3, "utility": 1.0 + i} for i in range(6)]
+    result = memsolve.Selector(policy, items).select(now=1, trace="none")
+    assert [c.id for c in result.selected] and runs == []  # the prompt alone: no baseline run
+    report = json.loads(result.to_json())["solver"]["greedy"]
+    assert runs == [1]
+    assert report["loss"] == pytest.approx(result.objective - report["objective"]) and report["loss"] >= 0
+    assert dict(result.solver.greedy) == report and runs == [1]  # run once, then kept

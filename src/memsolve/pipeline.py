@@ -39,6 +39,7 @@ from .result import (
     Deferred,
     Dropped,
     Excluded,
+    GreedyReport,
     Price,
     Result,
     SolverReport,
@@ -191,8 +192,8 @@ def result(
     outcomes = Outcomes(prep, allocations, trace)
     solution = outcome.solution
     greedy_report = None
-    if outcome.greedy is not None and solution.engine != "greedy":
-        greedy_report = {"objective": outcome.greedy.objective, "loss": solution.objective - outcome.greedy.objective}
+    if outcome.baseline is not None and solution.engine != "greedy":
+        greedy_report = GreedyReport(lambda: outcome.greedy.objective, solution.objective)  # type: ignore[union-attr]
     verdict = outcome.cross_check
     cross = None if verdict is None else {
         "engine": verdict.engine, "objective": verdict.objective, "agrees": verdict.agrees,

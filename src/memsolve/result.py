@@ -179,6 +179,35 @@ class Price:
         }
 
 
+class GreedyReport(Mapping[str, float]):
+    """The greedy baseline's ``objective`` and what it would ``loss``e against the reported one:
+    the baseline runs when the report is first read (a turn that only reads its prompt never
+    runs it)."""
+
+    def __init__(self, baseline: Callable[[], float], objective: float) -> None:
+        self._baseline = baseline
+        self._objective = objective
+        self._values: dict[str, float] | None = None
+
+    def _read(self) -> dict[str, float]:
+        if self._values is None:
+            greedy = self._baseline()
+            self._values = {"objective": greedy, "loss": self._objective - greedy}
+        return self._values
+
+    def __getitem__(self, key: str) -> float:
+        return self._read()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("objective", "loss"))
+
+    def __len__(self) -> int:
+        return 2
+
+    def __repr__(self) -> str:
+        return repr(self._read())
+
+
 @dataclass(frozen=True)
 class SolverReport:
     """How the allocation was found: ``engine`` is the engine asked for (whose optimum the run

@@ -47,8 +47,13 @@ class Outcome:
     solution: Solution  # solution.engine: the engine whose allocation this is
     engine: str  # the engine asked for, whose optimum the run proved
     cross_check: CrossCheck | None
-    greedy: Solution | None  # the greedy baseline, to show what it would lose
+    baseline: Solution | Job | None  # the greedy baseline, or the job that runs it when first read
     reduction: Reduction | None = None  # which rows were fixed by bound and which searched
+
+    @property
+    def greedy(self) -> Solution | None:
+        """The greedy baseline, to show what it would lose (a turn that never reads it never runs it)."""
+        return self.baseline.greedy if isinstance(self.baseline, Job) else self.baseline
 
 
 class Job:
@@ -187,7 +192,7 @@ def check(job: Job, primary: Solution, cross_check: str, *, compare_greedy: bool
             )
         return Outcome(_feasible(job.instance, primary), primary.engine, verdict, primary)
 
-    greedy = job.greedy if compare_greedy else None
+    greedy = job if compare_greedy else None
     other = None if cross_check == primary.engine else cross_check
     secondary = _run_engine(job, other, checking=True)
     if secondary is None:
