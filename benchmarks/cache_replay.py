@@ -27,14 +27,17 @@ turns for Anthropic (5-minute) and OpenAI pricing (the same prompts priced by
 :func:`memsolve.cache.dollars`; the fixed prefix counts toward the provider's minimum and blocks,
 its own cost, the same in every variant, is left out); the median milliseconds per turn (a frozen
 turn after the first costs nothing). The operating point is the largest V whose recall is within
-0.02 of plain; the plot shows recall against Anthropic dollars for the V sweep and for frozen-per-
-session over budgets.
+0.02 of plain. ``--refine`` (on by default) does what a user tuning V does after the sweep: it
+tries the whole numbers between the largest V within 0.02 and the next V of the sweep (at most
+``--refine-steps`` of them, evenly spaced) and takes the largest within 0.02 of all. The plot
+shows recall against Anthropic dollars for the V sweep and for frozen-per-session over budgets.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import statistics
 import time
@@ -213,7 +216,10 @@ def main() -> int:
                              "temperature for exp((s - s_best)/T)")
     parser.add_argument("--prefix-tokens", type=int, default=2000, help="fixed prompt before the memories")
     parser.add_argument("--input-price", type=float, default=3.0, help="dollars per million input tokens")
-    parser.add_argument("--values", default="2,5,10,15,20,30,50,100,300,1000", help="value per dollar sweep")
+    parser.add_argument("--values", default="2,5,10,20,30,40,50,70,100,300,1000", help="value per dollar sweep")
+    parser.add_argument("--refine", action=argparse.BooleanOptionalAction, default=True,
+                        help="refine the sweep between the operating point and the next value")
+    parser.add_argument("--refine-steps", type=int, default=9, help="values tried by the refinement, at most")
     parser.add_argument("--limit", type=int, default=0, help="questions per conversation (0: all)")
     parser.add_argument("--check", default="none", choices=["none", "dp"],
                         help="cross-check every cache solve with the flag DP (slower)")
@@ -229,14 +235,22 @@ def main() -> int:
     plain = policy_for(args.budget, args.utility)
     rows = [replay(convs, plain, "plain").row("plain (input order)", args.prefix_tokens, args.input_price),
             replay(convs, plain, "ordered").row("ordering only", args.prefix_tokens, args.input_price)]
-    sweep = []
-    for value in [float(v) for v in args.values.split(",")]:
+    sweep: list[tuple[float, dict]] = []
+
+    def run(value: float) -> None:
         block = (f"cache: {{provider: anthropic-5m, input_price: {args.input_price}, value_per_dollar: {value:g}, "
                  f"prefix_tokens: {args.prefix_tokens}}}\n")
         row = replay(convs, policy_for(args.budget, args.utility, block, args.check), "ordered").row(
             f"ordering + cost V={value:g}", args.prefix_tokens, args.input_price)
-        rows.append(row)
         sweep.append((value, row))
+
+    for value in [float(v) for v in args.values.split(",")]:
+        run(value)
+    if args.refine:
+        for value in refinement(sweep, rows[0]["recall"] - 0.02, args.refine_steps):
+            run(value)
+    sweep.sort(key=lambda vr: vr[0])
+    rows.extend(row for _, row in sweep)
     frozen = []
     for fraction in (0.25, 0.5, 0.75, 1.0):
         budget = max(1, round(args.budget * fraction))
@@ -265,12 +279,31 @@ def main() -> int:
     else:
         print("\nno value per dollar in the sweep keeps recall within 0.02 of plain")
     if args.plot:
-        plot(args.plot, base, ordered, sweep, frozen)
+        coarse = {float(v) for v in args.values.split(",")}
+        plot(args.plot, base, ordered, sweep, frozen, coarse, value if near else None)
         print(f"plot: {args.plot}")
     return 0
 
 
-def plot(path: Path, base: dict, ordered: dict, sweep: list[tuple[float, dict]], frozen: list[dict]) -> None:
+def refinement(sweep: list[tuple[float, dict]], floor: float, steps: int) -> list[float]:
+    """Whole values of V strictly between the largest swept V whose recall is at least ``floor``
+    and the next swept V (at most ``steps``, evenly spaced): the finer sweep a user runs next."""
+    values = sorted(v for v, _ in sweep)
+    within = [v for v, r in sweep if r["recall"] >= floor]
+    if not within or max(within) == values[-1]:
+        return []
+    low = max(within)
+    high = values[values.index(low) + 1]
+    inner = list(range(math.floor(low) + 1, math.ceil(high)))
+    if len(inner) > steps:
+        inner = sorted({inner[round(i * (len(inner) - 1) / (steps - 1))] for i in range(steps)}) if steps > 1 else []
+    return [float(v) for v in inner if low < v < high]
+
+
+def plot(path: Path, base: dict, ordered: dict, sweep: list[tuple[float, dict]], frozen: list[dict],
+         labelled: set[float], point: float | None) -> None:
+    """Recall against Anthropic dollars; the values of ``labelled`` (the coarse sweep) annotated,
+    the operating point ``point`` marked."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -280,6 +313,11 @@ def plot(path: Path, base: dict, ordered: dict, sweep: list[tuple[float, dict]],
     ax.plot([r["anthropic"] for _, r in sweep], [r["recall"] for _, r in sweep], "o-",
             label="ordering + cache cost (sweep of value per dollar)")
     for value, r in sweep:
+        if value == point:
+            ax.plot([r["anthropic"]], [r["recall"]], "*", markersize=14, color="black", zorder=3,
+                    label=f"operating point (V={value:g}, recall within 0.02 of plain)")
+        if value not in labelled:
+            continue
         ax.annotate(f"{value:g}", (r["anthropic"], r["recall"]), textcoords="offset points", xytext=(4, 4), fontsize=7)
     ax.plot([r["anthropic"] for r in frozen], [r["recall"] for r in frozen], "s--",
             label="frozen per session (budgets)")
