@@ -74,6 +74,10 @@ def solve_arrays(
     MemPrice), ``mask`` (the levels offered), ``max_records`` (most rows kept).
     ``engine``: ``auto`` (DP, CP-SAT when the DP table is too large), ``dp``, ``cp-sat`` or
     ``greedy`` (a baseline; status ``feasible``).
+
+    With the compiled kernel, int64 tokens and float64 utilities in C order, ``auto``/``dp`` is
+    one call of the kernel (checks, scaling, search, tie rule, objective); anything it declines
+    takes the path through :func:`make_instance` and the engines, with the same answer.
     """
     if engine == "auto":
         engine = "dp"
