@@ -148,3 +148,17 @@ def test_other_dtypes_and_layouts_take_the_python_path() -> None:
         assert solve_arrays(variant, utility, 6).choice.tolist() == expected.choice.tolist()
     with pytest.raises(InputError, match="tokens must be integers"):
         solve_arrays(tokens.astype(float), utility, 6)
+
+
+@pytest.mark.parametrize("scale_utility", [1e4, 1e9, 1e15])
+def test_large_utilities_scale_as_the_python_path(scale_utility) -> None:
+    """Past 2**52 / 10**6 in total the factor shrinks below 10**6 (the one pass redone); near the
+    limit of 1e15 a level's value alone passes 2**63 at the usual factor."""
+    rng = np.random.default_rng(11)
+    tokens = rng.integers(1, 80, size=(400, 3))
+    utility = rng.random((400, 3)) * scale_utility
+    budget = int(tokens[:, 0].sum() // 3)
+    inst = solver.make_instance(tokens, utility, budget, price=scale_utility / 1e3)
+    one = solver._solve_in_one_call(tokens, utility, budget, price=scale_utility / 1e3)
+    assert one is not None
+    _same(one, _by_engine(inst))

@@ -1352,10 +1352,6 @@ static PyObject *kernel_solve_arrays(PyObject *self, PyObject *args) {
     int64_t *choice = b[2].buf;
     size_t cells = (size_t)n * (size_t)k;
     if (budget < 0 || budget >= ((long long)1 << 40) || !(price >= 0.0) || isinf(price)) goto fallback;
-    for (size_t j = 0; j < cells; j++) {
-        if (mask && !mask[j]) continue;
-        if (t[j] < 0 || !(u[j] >= 0.0 && u[j] <= max_utility)) goto fallback;  /* NaN fails both */
-    }
     {
         double *best = scratch(W_BEST, (size_t)n, sizeof(double));
         int64_t *values = scratch(W_VALUES, cells, sizeof(int64_t));
@@ -1363,23 +1359,33 @@ static PyObject *kernel_solve_arrays(PyObject *self, PyObject *args) {
         uint8_t *keep = scratch(W_KEEP, (size_t)n * (size_t)(k + 1), 1);
         int64_t *core = scratch(W_CORE, (size_t)n, sizeof(int64_t));
         if (!best || !values || !usable || !keep || !core) { PyErr_NoMemory(); goto release; }
+        /* one pass: the checks, each row's best net value, and the values at the usual factor
+           (MAX_SCALE), redone only when the sum of the bests calls for a smaller one */
+        const double usual = 1000000.0;
         for (Py_ssize_t i = 0; i < n; i++) {
             double top = 0.0;
             for (size_t j = (size_t)i * (size_t)k; j < (size_t)(i + 1) * (size_t)k; j++) {
-                if ((mask && !mask[j]) || t[j] > budget) continue;
-                double net = u[j] - price * (double)t[j];
-                if (net > top) top = net;
+                int offered = !mask || mask[j];
+                if (offered && (t[j] < 0 || !(u[j] >= 0.0 && u[j] <= max_utility))) goto fallback;  /* NaN fails */
+                offered = offered && t[j] <= budget;
+                double net = offered ? u[j] - price * (double)t[j] : 0.0;
+                if (offered && net > top) top = net;
+                double at = net * usual;  /* past 2**63 only when the factor is redone below */
+                values[j] = at < 4e18 ? (int64_t)rint(at) : 0;
+                usable[j] = (uint8_t)(offered && values[j] > 0);
             }
             best[i] = top;
         }
         double total = n ? pairwise_sum(best, (size_t)n) : 0.0;
         double room = 4503599627370496.0;  /* 2**52 */
-        double factor = total * 1000000.0 < room ? 1000000.0 : room / total;
-        for (size_t j = 0; j < cells; j++) {
-            int offered = (!mask || mask[j]) && t[j] <= budget;
-            double net = offered ? u[j] - price * (double)t[j] : 0.0;
-            values[j] = (int64_t)rint(net * factor);
-            usable[j] = (uint8_t)(offered && values[j] > 0);
+        double factor = total * usual < room ? usual : room / total;
+        if (factor != usual) {
+            for (size_t j = 0; j < cells; j++) {
+                int offered = (!mask || mask[j]) && t[j] <= budget;
+                double net = offered ? u[j] - price * (double)t[j] : 0.0;
+                values[j] = (int64_t)rint(net * factor);
+                usable[j] = (uint8_t)(offered && values[j] > 0);
+            }
         }
         Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1};
         double info[13] = {0};
