@@ -256,8 +256,8 @@ class Outcomes:
             if row is None:
                 yield Excluded(item.id, "invalid", item.error.message, position)
             else:
-                deciding = self.prep.judgement.deciding_verdict(row)
-                yield Excluded(item.id, deciding.rule, deciding.reason, position)
+                rule, reason = self.prep.judgement.deciding_reason(row)
+                yield Excluded(item.id, rule, reason, position)
 
     def trace(self) -> Iterator[TraceEntry]:
         if self.trace_mode == "none":

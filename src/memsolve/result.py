@@ -81,13 +81,25 @@ def _compact(value: Any) -> str:
     return "".join(_C_ENCODE(value, 0))
 
 
+class Encoded(list[str]):
+    """A list of mappings already written as JSON (one per item), as :func:`_compact` would."""
+
+
+def _string(value: str | None) -> str:
+    return "null" if value is None else json.encoder.encode_basestring(value)  # the encoder's own
+
+
 def dumps_by_line(data: Mapping[str, Any]) -> str:
     """A mapping as JSON: one key per line, lists of mappings one item per line."""
     lines = ["{"]
     items = list(data.items())
     for index, (key, value) in enumerate(items):
         comma = "," if index < len(items) - 1 else ""
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        if isinstance(value, Encoded) and value:
+            lines.append(f"  {_compact(key)}: [")
+            lines.append("    " + ",\n    ".join(value))
+            lines.append(f"  ]{comma}")
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             lines.append(f"  {_compact(key)}: [")
             lines.append("    " + ",\n    ".join(map(_compact, value)))
             lines.append(f"  ]{comma}")
@@ -122,6 +134,10 @@ class Dropped:
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "reason": self.reason}
 
+    def to_json(self) -> str:
+        """``to_dict()`` as JSON, as the result's encoder writes it."""
+        return f'{{"id": {_string(self.id)}, "reason": {_string(self.reason)}}}'
+
 
 @dataclass(frozen=True)
 class Excluded:
@@ -134,6 +150,10 @@ class Excluded:
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "rule": self.rule, "reason": self.reason}
+
+    def to_json(self) -> str:
+        """``to_dict()`` as JSON, as the result's encoder writes it (a million of them, at most)."""
+        return f'{{"id": {_string(self.id)}, "rule": {_string(self.rule)}, "reason": {_string(self.reason)}}}'
 
 
 @dataclass(frozen=True)
@@ -316,6 +336,10 @@ class Result:
         return tuple(by_id[i] for i in self.prompt_order)
 
     def to_dict(self) -> dict[str, Any]:
+        return self._fields(encoded=False)
+
+    def _fields(self, encoded: bool) -> dict[str, Any]:
+        """The result's fields; with ``encoded``, its long lists of records already as JSON."""
         out: dict[str, Any] = {
             "schema": SCHEMA,
             "policy": {"name": self.policy_name, "sha256": self.policy_sha256},
@@ -329,8 +353,9 @@ class Result:
             "utility": self.utility,
             "tokens_used": self.tokens_used,
             "selected": [c.to_dict() for c in self.selected],
-            "dropped": [d.to_dict() for d in self.dropped],
-            "excluded": [e.to_dict() for e in self.excluded],
+            "dropped": Encoded(d.to_json() for d in self.dropped) if encoded else [d.to_dict() for d in self.dropped],
+            "excluded": (Encoded(e.to_json() for e in self.excluded) if encoded
+                         else [e.to_dict() for e in self.excluded]),
             "other_tenants": self.other_tenants,
             "trace": [t.to_dict() for t in self.trace],
         }
@@ -349,7 +374,7 @@ class Result:
         line by line, and written by the C encoder (an indented dump is ten times slower).
         """
         with collection.paused():
-            return dumps_by_line(self.to_dict())
+            return dumps_by_line(self._fields(encoded=True))
 
     def entry(self, record_id: str) -> TraceEntry | None:
         return next((t for t in self.trace if t.id == record_id), None)

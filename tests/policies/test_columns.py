@@ -109,9 +109,11 @@ def test_the_masks_give_the_oracles_verdicts(case) -> None:
         assert got.verdicts == expected.verdicts
         assert [bool(mask.passed[row]) for mask in judged.masks] == [v.passed for v in expected.verdicts]
         assert [v.score for v in got.verdicts] == [v.score for v in expected.verdicts]
+        assert [mask.reason_of(row) for mask in judged.masks] == [v.reason for v in expected.verdicts]
         assert bool(judged.eligible[row]) == expected.eligible
         if not expected.eligible:
             assert judged.deciding_verdict(row) == expected.deciding
+            assert judged.deciding_reason(row) == (expected.deciding.rule, expected.deciding.reason)
         relevance = None if judged.relevance is None else float(judged.relevance[row])
         assert relevance == expected.relevance
 

@@ -18,7 +18,7 @@ import numpy as np
 from ..columns import ABSENT, Columns
 from ..context import ResolvedContext
 from ..errors import InputError
-from ..records import DELETE
+from ..records import DELETE, Record
 from ..relevance import RelevanceIndex
 from ..timeutil import RFC3339, TimeValueError, format_time, parse_duration
 from .model import (
@@ -190,14 +190,18 @@ def _max_age(ev: Evaluator, rule: MaxAgeRule, cols: Columns) -> RuleMask:
     limit = ev.duration(rule.limit)
     assert limit is not None  # the schema requires a value
 
+    def reason(row: int) -> str:
+        age = ev.ctx.now - cols.records[row].timestamp
+        if age <= limit:  # inclusive boundary
+            return f"age {ev.span(age)} is within max age {ev.span(limit)}"
+        return f"age {ev.span(age)} exceeds max age {ev.span(limit)}"
+
     def explain(row: int) -> Verdict:
         age = ev.ctx.now - cols.records[row].timestamp
         evidence = {"age": ev.span(age), "max_age": ev.span(limit)}
-        if age <= limit:  # inclusive boundary
-            return Verdict(rule.id, True, f"age {ev.span(age)} is within max age {ev.span(limit)}", evidence)
-        return Verdict(rule.id, False, f"age {ev.span(age)} exceeds max age {ev.span(limit)}", evidence)
+        return Verdict(rule.id, age <= limit, reason(row), evidence)
 
-    return RuleMask(rule.id, ev.ctx.now - cols.timestamp <= limit, explain)
+    return RuleMask(rule.id, ev.ctx.now - cols.timestamp <= limit, explain, reason=reason)
 
 
 def _freshness(ev: Evaluator, rule: FreshnessRule, cols: Columns) -> RuleMask:
@@ -218,7 +222,8 @@ def _freshness(ev: Evaluator, rule: FreshnessRule, cols: Columns) -> RuleMask:
 
     now = ev.time(ev.ctx.now)  # the same for every record
 
-    def explain(row: int) -> Verdict:
+    def facts(row: int) -> tuple[Record, float | None, str, float]:
+        """The row's record, its ttl and where the ttl comes from, its age."""
         record = cols.records[row]
         if record.ttl_given:
             ttl, source = record.ttl, "record"
@@ -226,23 +231,27 @@ def _freshness(ev: Evaluator, rule: FreshnessRule, cols: Columns) -> RuleMask:
             ttl, source = by_store[record.store], f"store `{record.store}`"
         else:
             ttl, source = default_ttl, "policy default"
-        age = ev.ctx.now - record.timestamp
-        age_shown = ev.span(age)
-        ttl_shown = None if ttl is None else ev.span(ttl)
+        return record, ttl, source, ev.ctx.now - record.timestamp
+
+    def worded(ttl: float | None, source: str, age: float) -> str:
+        if ttl is None:
+            return f"never expires (ttl null, from {source})"
+        if age <= ttl:
+            return f"age {ev.span(age)} is within ttl {ev.span(ttl)}"
+        return f"expired: age {ev.span(age)} exceeds ttl {ev.span(ttl)} ({source})"
+
+    def explain(row: int) -> Verdict:
+        record, ttl, source, age = facts(row)
         evidence = {
             "now": now,
             "timestamp": ev.time(record.timestamp),
-            "age": age_shown,
-            "ttl": ttl_shown,
+            "age": ev.span(age),
+            "ttl": None if ttl is None else ev.span(ttl),
             "ttl_from": source,
         }
-        if ttl is None:
-            return Verdict(rule.id, True, f"never expires (ttl null, from {source})", evidence)
-        if age <= ttl:
-            return Verdict(rule.id, True, f"age {age_shown} is within ttl {ttl_shown}", evidence)
-        return Verdict(rule.id, False, f"expired: age {age_shown} exceeds ttl {ttl_shown} ({source})", evidence)
+        return Verdict(rule.id, ttl is None or age <= ttl, worded(ttl, source, age), evidence)
 
-    return RuleMask(rule.id, passed, explain)
+    return RuleMask(rule.id, passed, explain, reason=lambda row: worded(*facts(row)[1:]))
 
 
 _NO_VERSION = -3  # the code of "no known current version": equal to no record's version
@@ -291,23 +300,26 @@ def _latest_key(rule: LatestKeyRule, cols: Columns) -> RuleMask:
     # timestamp tie goes to the later input position.
     winner, tie, passed = cols.memo(("latest",), lambda: _latest(cols))
 
+    def reason(row: int) -> str:
+        record = cols.records[row]
+        if record.key is None:
+            return "record has no key"
+        best = cols.records[int(winner[row])]
+        if best is record:
+            tied = " (timestamp tie won by later input position)" if tie[row] else ""
+            return f"latest for key `{record.key}`{tied}"
+        tied = " (same timestamp; the later input position wins)" if tie[row] else ""
+        return f"superseded by `{best.id}` for key `{record.key}`{tied}"
+
     def explain(row: int) -> Verdict:
         record = cols.records[row]
         if record.key is None:
-            return Verdict(rule.id, True, "record has no key", {"key": None})
+            return Verdict(rule.id, True, reason(row), {"key": None})
         best = cols.records[int(winner[row])]
         evidence = {"key": record.key, "latest": best.id, "tie": bool(tie[row])}
-        if best is record:
-            reason = f"latest for key `{record.key}`"
-            if tie[row]:
-                reason += " (timestamp tie won by later input position)"
-            return Verdict(rule.id, True, reason, evidence)
-        reason = f"superseded by `{best.id}` for key `{record.key}`"
-        if tie[row]:
-            reason += " (same timestamp; the later input position wins)"
-        return Verdict(rule.id, False, reason, evidence)
+        return Verdict(rule.id, best is record, reason(row), evidence)
 
-    return RuleMask(rule.id, passed, explain)
+    return RuleMask(rule.id, passed, explain, reason=reason)
 
 
 def _latest(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -80,6 +80,13 @@ class RuleMask:
     passed: np.ndarray  # bool, one per row
     explain: Callable[[int], Verdict]
     scores: np.ndarray | None = None  # the relevance rule: each row's score (Verdict.score)
+    # the reason alone (``explain(row).reason`` without the evidence): what a result's list of
+    # excluded records shows, for a million rows at most; rules that exclude many give one
+    reason: Callable[[int], str] | None = None
+
+    def reason_of(self, row: int) -> str:
+        """The reason of one row's verdict."""
+        return self.reason(row) if self.reason is not None else self.explain(row).reason
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,3 +115,8 @@ class Judgement:
     def deciding_verdict(self, row: int) -> Verdict:
         """The first failing verdict of an excluded row."""
         return self.masks[int(self.deciding[row])].explain(row)
+
+    def deciding_reason(self, row: int) -> tuple[str, str]:
+        """The first failing rule of an excluded row, and its reason."""
+        mask = self.masks[int(self.deciding[row])]
+        return mask.rule, mask.reason_of(row)
