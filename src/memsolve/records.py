@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+import orjson
 
 from . import collection, decode, schemas
 from .columns import Columns
@@ -271,8 +272,18 @@ def load_records(source: str | Path | Sequence[Any] | Mapping[str, Any]) -> Reco
 
 
 def _canonical(data: Any) -> bytes:
-    """Python data as canonical JSON bytes, for its hash (sorted keys, no blanks)."""
-    return json.dumps(data, sort_keys=True, default=str, separators=(",", ":")).encode("utf-8")
+    """Python data as canonical JSON bytes, for its hash (sorted keys, no blanks): by orjson,
+    or by the standard encoder for what orjson refuses (an integer past 64 bits, a lone
+    surrogate); keys of mixed types that cannot be sorted are kept in their order."""
+    try:
+        return orjson.dumps(data, default=str, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except (orjson.JSONEncodeError, TypeError):
+        pass
+    try:
+        text = json.dumps(data, sort_keys=True, default=str, separators=(",", ":"))
+    except TypeError:  # keys that do not compare (1 and "a")
+        text = json.dumps(data, default=str, separators=(",", ":"))
+    return text.encode("utf-8", "surrogatepass")
 
 
 def _jsonl(text: str, file: str, sha256: str) -> RecordSet | None:
