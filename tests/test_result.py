@@ -20,7 +20,8 @@ def test_an_excluded_or_dropped_record_is_written_as_the_encoder_writes_it(rid, 
 
 def test_to_json_is_the_result_as_a_dict_written_line_by_line() -> None:
     policy = memsolve.policy_from_text("apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: r}\n"
-                                       "budget: {tokens: 4}\non_invalid_record: exclude\nrules:\n  - latest_key: {}\n  - max_age: 5\n")
+                                       "budget: {tokens: 4}\non_invalid_record: exclude\n"
+                                       "rules:\n  - latest_key: {}\n  - max_age: 5\n")
     items = [{"id": f"r{i}", "timestamp": i, "key": f"k{i % 3}", "tokens": 2, "utility": 1.0 + i % 4}
              for i in range(12)] + [{"id": "bad", "timestamp": "x", "tokens": 1}]
     for trace in ("full", "excluded", "none"):
