@@ -133,19 +133,41 @@ def _benchmark_class(kind: str, n: int, seed: int = 1):
     return make_instance(tokens, utility, budget)
 
 
-def test_too_many_tied_optima_keep_value_and_tokens_and_say_so() -> None:
+def test_too_many_tied_optima_keep_value_and_tokens_and_say_so(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pisinger's weakly correlated class at 50,000 records: the lead spends the bound's slack
-    on the first free rows and the tail the tie rule needs passes the state limit."""
+    on the first free rows, and the tail the tie rule needs (3,952 rows) passes the state limit
+    of the Pareto layers; the bitset of token sums (every kept level ties at the multiplier)
+    takes it whole."""
     inst = _benchmark_class("weakly", 50_000)
     scaled = scale(inst)
-    result = kernel.solve_kernel(inst, scaled)
-    assert result is not None and not result.tie_rule and result.tail_rows == 0
-    outcome = run(inst, "dp", "none", compare_greedy=False)
-    solution = outcome.solution
+    pareto = kernel.solve_kernel(inst, scaled, pareto_tail=True)
+    assert pareto is not None and not pareto.tie_rule and pareto.tail_rows == 0
+    bits = kernel.solve_kernel(inst, scaled)
+    assert bits is not None and bits.tie_rule and bits.tail_rows > 1000
+    assert (bits.value, bits.tokens) == (pareto.value, pareto.tokens)
+    assert "tied optima" not in run(inst, "dp", "none", compare_greedy=False).solution.detail
+    # where the tail gives up, the engine reports phase 1's optimum and says so
+    plain = kernel.solve_kernel
+    monkeypatch.setattr(kernel, "solve_kernel", lambda *args, **options: plain(*args, **options, pareto_tail=True))
+    solution = run(inst, "dp", "none", compare_greedy=False).solution
     assert solution.status == "optimal" and solution.bound == solution.objective
     # phase 1's optimum: its value, with the fewest tokens any allocation of that value has
-    assert solution.scaled_objective == result.value and solution.tokens_used == result.tokens
+    assert solution.scaled_objective == pareto.value and solution.tokens_used == pareto.tokens
     assert "too many tied optima" in solution.detail
+
+
+@pytest.mark.parametrize("kind", ["weakly", "strongly", "subset-sum"])
+@pytest.mark.parametrize(("n", "seed"), [(300, 1), (2_000, 2), (10_000, 3)])
+def test_the_bitset_tail_equals_the_pareto_tail(kind: str, n: int, seed: int) -> None:
+    """Every kept level ties at the multiplier (the optimum is worth the bound): the tail by a
+    bitset of token sums gives the Pareto layers' allocation, with far fewer states."""
+    inst = _benchmark_class(kind, n, seed)
+    scaled = scale(inst)
+    bits = kernel.solve_kernel(inst, scaled)
+    pareto = kernel.solve_kernel(inst, scaled, pareto_tail=True)
+    assert bits.tie_rule and pareto.tie_rule
+    assert bits.choice.tolist() == pareto.choice.tolist()
+    assert bits.keep.tolist() == pareto.keep.tolist() and bits.tail_rows == pareto.tail_rows
 
 
 def test_strongly_correlated_instances_get_the_full_tie_rule_from_the_kernel() -> None:

@@ -29,9 +29,11 @@
  *      highest-fidelity level the bound allows given the rows before), and a Pareto DP over
  *      the last rows, grown by half at a time, must hit the rest exactly; it witnesses that
  *      the lead completes, and its layers rebuild the tail. On Pisinger's correlated classes
- *      the tail is tens of rows where the whole DP would be thousands. If the DP would exceed
- *      its state limit, the phase 1 optimum is returned and the result says the third tie
- *      rule was not applied.
+ *      the tail is tens of rows where the whole DP would be thousands. Where every kept option
+ *      ties at lambda (the optimum is worth the bound, as on those classes), a set of rows'
+ *      value follows from its tokens and the tail's layers are bitsets of token sums (weakly
+ *      correlated 100,000: a tail of 7,513 rows). If the DP would exceed its state limit, the
+ *      phase 1 optimum is returned and the result says the third tie rule was not applied.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -48,6 +50,7 @@ typedef __int128 i128;
 #define FILL_ROOM 65536        /* the tie fill's DP: room left by the floor, at most */
 #define FILL_SLACK 2048        /* ... and how far its partial sums may stray outside [0, room] */
 #define FILL_WORK 4000000      /* ... and cells it visits */
+#define BITSET_WORDS ((size_t)1 << 22)  /* the tied tail's bitset layers, at most (32 MB) */
 
 typedef struct { int64_t w, v; int32_t parent; int32_t option; } State;
 typedef struct { int64_t w, v; } Pair;
@@ -492,7 +495,7 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
 #define KEEP_BYTES ((size_t)64 << 20)
 enum { W_HULL, W_HULL_W, W_HULL_V, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
        W_CAND, W_GREEDY, W_BAND, W_HULL_EFF, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
-       W_TIE, W_FILL, W_REACHED, W_SLOTS };
+       W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
 static Vec ws_states = {NULL, 0, 0, sizeof(State)}, ws_layer_start = {NULL, 0, 0, sizeof(size_t)};
@@ -524,6 +527,13 @@ static void trim_workspace(void) {
         ws_size[slot] = 0;
     }
     release_vec(&ws_states); release_vec(&ws_layer_start); release_vec(&ws_pairs); release_vec(&ws_pair_start);
+}
+
+/* 64 bits of a bitset of `words` words from bit `off` (which may lie outside: zeros there). */
+static inline uint64_t bits_at(const uint64_t *b, int64_t words, int64_t off) {
+    int64_t w = off >= 0 ? off / 64 : -((-off + 63) / 64), r = off - 64 * w;
+    uint64_t lo = w >= 0 && w < words ? b[w] : 0, hi = w + 1 >= 0 && w + 1 < words ? b[w + 1] : 0;
+    return r ? (lo >> r) | (hi << (64 - r)) : lo;
 }
 
 /* The floor raised along the ranked rows' next increments, most efficient first, while they
@@ -939,6 +949,23 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
            s = 0 it is the whole tie-rule DP, which holds the optimum. A state of a tail layer
            is kept only if the rows between s and the layer can still complete it to T_s (the
            window) and the bound with the lead before s allows it. */
+        /* Where every kept option of every free row is exactly as good at lambda as its row's best
+           (the optimum is worth the bound: Pisinger's correlated classes), a set of rows' value
+           follows from its tokens, q*v - p*w being the sum of their bests: the tail DP is then a
+           bitset of the token sums each layer reaches (within the same windows), which gives the
+           same levels as the Pareto layers at a bit per state. tied_best[j]: that sum over the
+           free rows j.. */
+        i128 *tied_best = scratch(W_TIED, F + 1, sizeof(i128));
+        if (!tied_best) goto done;
+        int all_tied = bounded_ties != 2;  /* 2: the Pareto layers only (tests compare the two) */
+        tied_best[F] = 0;
+        for (size_t j = F; j-- > 0;) {
+            Py_ssize_t r = free_rows[j];
+            i128 best = reduced(P, option_w(P, r, floor_opt[r]), option_v(P, r, floor_opt[r]));
+            for (Py_ssize_t o = 0; o <= k && all_tied; o++)
+                if (keep[r * (k + 1) + o] && reduced(P, option_w(P, r, o), option_v(P, r, o)) != best) all_tied = 0;
+            tied_best[j] = tied_best[j + 1] + best;
+        }
         size_t L = F;
         for (size_t s = lead + 1; s-- > 0;) {
             int64_t tw = room - top_w[s], tv = room_v - top_v[s];
@@ -954,6 +981,78 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             if (!(tw >= min_w[s] && tw <= max_w[s] && tv >= min_v[s] && tv <= max_v[s])) {
                 if (last) { rc = 2; goto done; }  /* a bug: the optimum lies outside its own window */
                 continue;
+            }
+            if (all_tied) {
+                /* layer j's token sums lie in [lo_j, hi_j]: what rows j.. can reach, what rows s..j-1
+                   can complete to T_s, and the room */
+                int64_t *lo_of = scratch(W_BIT_LO, F + 1, sizeof(int64_t));
+                size_t *word_at = scratch(W_BIT_AT, F + 2, sizeof(size_t));
+                if (!lo_of || !word_at) goto done;
+                size_t words = 0;
+                int empty = 0;
+                for (size_t j = s; j <= F; j++) {
+                    int64_t lo = tw - (max_w[s] - max_w[j]), hi = tw - (min_w[s] - min_w[j]);
+                    if (lo < min_w[j]) lo = min_w[j];
+                    if (hi > max_w[j]) hi = max_w[j];
+                    if (hi > room) hi = room;
+                    if (lo > hi) { empty = 1; hi = lo; }
+                    lo_of[j] = lo;
+                    word_at[j] = words;
+                    words += (size_t)((hi - lo) / 64 + 1);
+                }
+                word_at[F + 1] = words;
+                if (words <= BITSET_WORDS) {
+                    uint64_t *bits = scratch(W_BITS, words, sizeof(uint64_t));
+                    if (!bits) goto done;
+                    memset(bits + word_at[s], 0, (words - word_at[s]) * sizeof(uint64_t));
+                    /* can_match with every tail row at a tied option: the same test for every state */
+                    int allowed = !empty && can_match(P, lead_bound[s], best_v, best_w);
+                    bits[word_at[F]] = allowed;  /* layer F: the empty sum, 0 tokens (lo_of[F] = 0) */
+                    for (size_t j = F; j-- > s && allowed;) {
+                        Py_ssize_t r = free_rows[j];
+                        int64_t n_words = (int64_t)(word_at[j + 1] - word_at[j]);
+                        int64_t src_words = (int64_t)(word_at[j + 2] - word_at[j + 1]);
+                        uint64_t *dst = bits + word_at[j];
+                        const uint64_t *src = bits + word_at[j + 1];
+                        for (Py_ssize_t o = 0; o <= k; o++) {
+                            if (!keep[r * (k + 1) + o]) continue;
+                            int64_t off = lo_of[j] - option_w(P, r, o) - lo_of[j + 1];
+                            for (int64_t x = 0; x < n_words; x++) dst[x] |= bits_at(src, src_words, off + 64 * x);
+                        }
+                        /* the bits past hi_j (in the last word) are sums no completion takes: cleared */
+                        int64_t hi = tw - (min_w[s] - min_w[j]);
+                        if (hi > max_w[j]) hi = max_w[j];
+                        if (hi > room) hi = room;
+                        int64_t used_bits = hi - lo_of[j] + 1, tail_bits = used_bits % 64;
+                        if (tail_bits) dst[n_words - 1] &= ((uint64_t)1 << tail_bits) - 1;
+                        for (int64_t x = 0; x < n_words; x++) generated2 += (size_t)__builtin_popcountll(dst[x]);
+                    }
+                    /* layer s holds T_s: its tokens, and its value is the one those tokens give */
+                    int64_t at = tw - lo_of[s];
+                    found = allowed && at >= 0 && (bits_at(bits + word_at[s], (int64_t)(word_at[s + 1] - word_at[s]), at) & 1)
+                            && (i128)P->q * tv - (i128)P->p * tw == tied_best[s];
+                    if (found) {
+                        for (size_t j = 0; j < s; j++) choice[free_rows[j]] = top[j];
+                        for (size_t j = s; j < F; j++) {
+                            Py_ssize_t r = free_rows[j];
+                            int done_row = 0;
+                            for (Py_ssize_t o = 0; o <= k && !done_row; o++) {
+                                if (!keep[r * (k + 1) + o]) continue;
+                                int64_t rest = tw - option_w(P, r, o) - lo_of[j + 1];
+                                int64_t n_src = (int64_t)(word_at[j + 2] - word_at[j + 1]);
+                                if (rest < 0 || !(bits_at(bits + word_at[j + 1], n_src, rest) & 1)) continue;
+                                choice[r] = o;
+                                tw -= option_w(P, r, o);
+                                done_row = 1;
+                            }
+                            if (!done_row) { rc = 2; goto done; }  /* a bug: the bits lost the optimum's suffix */
+                        }
+                        tail_rows = L;
+                        break;
+                    }
+                    if (last) { rc = 2; goto done; }  /* a bug: the whole DP lost the optimum */
+                    continue;
+                }
             }
             if (vec_reserve(&pairs, 1) || vec_reserve(&pair_start, F + 2)) goto done;
             ps = pair_start.a;
@@ -1431,7 +1530,7 @@ release:
 static PyMethodDef methods[] = {
     {"solve", kernel_solve, METH_VARARGS,
      "solve(n, k, tokens, values, usable, capacity, choice, keep, core, bounded_ties) -> info, or None past the limit "
-     "(bounded_ties -1: the optimum only, no reduction nor tie rule)"},
+     "(bounded_ties -1: the optimum only, no reduction nor tie rule; 2: as 1 with the tail by Pareto layers only)"},
     {"solve_arrays", kernel_solve_arrays, METH_VARARGS,
      "solve_arrays(n, k, tokens, utility, mask|None, budget, price, limit, bounded_ties, max_utility, choice) -> "
      "(objective, tokens_used, tie_rule), or None where the Python path answers"},

@@ -53,12 +53,16 @@ def applies(instance: Instance) -> bool:
     return native.enabled() and instance.budget < MAX_CAPACITY and instance.k <= MAX_LEVELS
 
 
-def solve_kernel(instance: Instance, scaled: Scaled, *, bounded_ties: bool = True) -> KernelResult | None:
+def solve_kernel(
+    instance: Instance, scaled: Scaled, *, bounded_ties: bool = True, pareto_tail: bool = False
+) -> KernelResult | None:
     """The tie-rule optimum by the kernel, or None past its state limit (CP-SAT takes over).
 
     ``bounded_ties``: when millions of optima tie, run the tie-rule DP to the end if its table
     bounds it (up to 6·10**7 states); False when the caller orders such ties more cheaply (the
-    dense DP, for small tables).
+    dense DP, for small tables). ``pareto_tail``: the tie rule's tail by Pareto layers even where
+    every kept level ties at the multiplier (where the kernel otherwise takes a bitset of token
+    sums): for tests, which hold the two to the same allocation.
     """
     kernel = native.module()
     assert kernel is not None
@@ -70,7 +74,8 @@ def solve_kernel(instance: Instance, scaled: Scaled, *, bounded_ties: bool = Tru
     keep = np.empty((n, k + 1), dtype=np.uint8)
     core = np.empty(n, dtype=np.int64)
     try:
-        info = kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep, core, bounded_ties)
+        mode = 2 if pareto_tail else int(bounded_ties)
+        info = kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep, core, mode)
     except RuntimeError as exc:  # an internal inconsistency: a bug, reported as a solver error
         raise SolverError(str(exc)) from None
     if info is None:
