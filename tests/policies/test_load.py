@@ -137,3 +137,19 @@ def test_fuzz_found_inputs_are_input_errors(name: str) -> None:
     path = ROOT / "tests/data/fuzz" / name
     with pytest.raises(memsolve.InputError):
         memsolve.load_policy(path) if name.endswith(".yaml") else memsolve.load_records(path)
+
+
+@pytest.mark.parametrize("mapping", ["{raw: ,1.0}", "{raw: x, 2: y}", "{1.5: a, true: b, raw: c, null: d}"])
+def test_number_keys_beside_string_keys_are_one_located_error(tmp_path: Path, mapping: str) -> None:
+    # found by fuzz/fuzz_loaders.py: jsonschema compared the two errors' paths ("raw" against 1.0)
+    # and raised a TypeError out of the loader
+    error = load_error(tmp_path, HEAD + f"budget: {{tokens: 5}}\nutility: {{retention: {mapping}}}\n")
+    assert error.line == 5 and error.path.startswith("utility.retention")
+    assert "\n" not in error.render()
+
+
+def test_records_with_number_keys_are_invalid_records_not_a_crash(tmp_path: Path) -> None:
+    path = write(tmp_path, "r.yaml", "- {id: a, timestamp: 0, tokens: x, 7: y}\n- {id: b, timestamp: 0, tokens: 1}\n")
+    loaded = memsolve.load_records(path)
+    assert [type(r).__name__ for r in loaded.records] == ["InvalidRecord", "Record"]
+    assert loaded.records[0].error.line == 1

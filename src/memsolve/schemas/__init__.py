@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
@@ -39,8 +40,23 @@ def first_error(
     errors = list(validator_.iter_errors(data))
     if not errors:
         return None
-    best = jsonschema.exceptions.best_match(errors)
-    return best
+    return jsonschema.exceptions.best_match(errors, key=_relevance)
+
+
+_RELEVANCE = jsonschema.exceptions.by_relevance()
+
+
+def _relevance(error: jsonschema.ValidationError) -> tuple[Any, ...]:
+    """jsonschema's relevance, with paths that compare whatever their keys: YAML allows a number
+    as a mapping key beside strings, and comparing the two paths failed inside jsonschema."""
+    return tuple(tuple(map(_step, part)) if isinstance(part, deque) else part for part in _RELEVANCE(error))
+
+
+def _step(part: Any) -> tuple[int, int, str]:
+    """One step of a path: list indexes by number, string keys by text, other keys after them."""
+    if isinstance(part, int) and not isinstance(part, bool):
+        return (0, part, "")
+    return (1, 0, part) if isinstance(part, str) else (2, 0, repr(part))
 
 
 def describe(error: jsonschema.ValidationError) -> tuple[tuple[Any, ...], str]:
