@@ -21,17 +21,13 @@ from hypothesis import strategies as st
 import memsolve
 from memsolve import records
 from memsolve.records import InvalidRecord, RecordSet
-from memsolve.source import Document, parse_text
+from memsolve.source import parse_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def exact_from_text(text: str, file: str) -> RecordSet:
     return records._build(parse_text(text, file, "jsonl"), "")
-
-
-def exact_from_data(data: list[Any]) -> RecordSet:
-    return records._build(Document("<records>", "", data, "data"), "")
 
 
 def described(outcome: RecordSet | memsolve.InputError) -> Any:
@@ -51,18 +47,6 @@ def both_from_text(text: str, folder: Path) -> tuple[Any, Any]:
         fast = error
     try:
         exact: Any = exact_from_text(text, str(path))
-    except memsolve.InputError as error:
-        exact = error
-    return described(fast), described(exact)
-
-
-def both_from_data(data: list[Any]) -> tuple[Any, Any]:
-    try:
-        fast: Any = memsolve.load_records(data)
-    except memsolve.InputError as error:
-        fast = error
-    try:
-        exact: Any = exact_from_data(data)
     except memsolve.InputError as error:
         exact = error
     return described(fast), described(exact)
@@ -157,21 +141,6 @@ def test_jsonl_fast_path_equals_the_exact_path(tmp_path_factory: Any, items: lis
     assert fast == exact
 
 
-@settings(max_examples=600, deadline=None)
-@given(st.lists(_record, max_size=6))
-def test_data_fast_path_equals_the_exact_path(items: list[dict[str, Any]]) -> None:
-    fast, exact = both_from_data(items)
-    assert fast == exact
-
-
-@pytest.mark.parametrize("extra", [float("nan"), float("inf"), ("x",), {"n": float("nan")}])
-def test_python_values_json_cannot_hold_go_to_the_exact_path(extra: Any) -> None:
-    item = {"id": "a", "timestamp": 1, "tokens": 3, "utility": 1.0}
-    for field in ("utility", "metadata", "covers", "timestamp"):
-        fast, exact = both_from_data([{**item, field: extra}])
-        assert fast == exact
-
-
 def test_the_fuzz_corpus_loads_the_same_both_ways(tmp_path: Path) -> None:
     sys.path.insert(0, str(ROOT / "fuzz"))
     try:
@@ -222,3 +191,18 @@ def test_what_the_fast_path_cannot_vouch_for_gets_the_exact_answer(tmp_path: Pat
     fast, exact = both_from_text(text, tmp_path)
     assert fast == exact
     assert fast[0] == "error" or isinstance(fast[0], tuple)  # refused as a file, or the record invalid
+
+
+@pytest.mark.parametrize("text", [
+    # a colon escaped after a quote in a string is written back as `":`: one more, which hid the
+    # dropped duplicate from the count (found in review); across lines and on one line
+    '{"id":"a","id":"b","timestamp":1,"tokens":1}\n{"id":"c","timestamp":1,"tokens":1,"text":"x\\"\\u003a"}\n',
+    '{"id":"a","tenant":"victim","tenant":"attacker","timestamp":1,"tokens":1,"text":"\\"\\u003A"}\n',
+])
+def test_a_colon_written_as_an_escape_cannot_hide_a_duplicate_key(tmp_path: Path, text: str) -> None:
+    fast, exact = both_from_text(text, tmp_path)
+    assert fast == exact == ("error", fast[1]) and "duplicate key" in fast[1]
+    path = tmp_path / "r.json"
+    path.write_text("[" + text.strip().replace("\n", ",") + "]")
+    with pytest.raises(memsolve.InputError, match="duplicate key"):
+        memsolve.load_records(path)  # the orjson gate of plain JSON shares the check

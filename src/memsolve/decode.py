@@ -1,4 +1,5 @@
-"""The fast path of :func:`memsolve.load_records`: records decoded by msgspec into typed values.
+"""The fast path of :func:`memsolve.load_records` for JSON Lines: records decoded by msgspec into
+typed values.
 
 The published JSON Schema (``records.schema.json``) stays the contract. The types below accept
 a subset of what it accepts, and ``records`` builds a record they take into the same
@@ -12,7 +13,9 @@ a subset of what it accepts, and ``records`` builds a record they take into the 
   break the nesting or string limits, goes to the exact path whole (``records.load_records``).
 
 ``tests/test_decode.py`` holds the two paths to equal record sets, errors included, on
-generated texts and data.
+generated texts and the fuzz corpus. Records given as Python data take the exact path: what
+Python may hold there (numpy strings, Decimals, mappings that are not dicts, lone surrogates)
+would each need a rule of their own here.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from msgspec import UNSET, Meta, UnsetType
 
 from .source import MAX_TOKENS, MAX_UTILITY
 
-__all__ = ["UNSET", "Decoded", "DecodedLevel", "DecodedRecord", "items", "keys_kept", "lines"]
+__all__ = ["UNSET", "Decoded", "DecodedLevel", "DecodedRecord", "keys_kept", "lines"]
 
 _BIG = sys.float_info.max
 _INT = 2**63 - 1  # msgspec bounds an int within 64 bits; the exact path's limit is 2**63
@@ -91,36 +94,9 @@ def lines(texts: Sequence[str]) -> list[Decoded]:
     return out
 
 
-def items(data: Sequence[Any]) -> list[Decoded]:
-    """Records given as Python data (a list of dicts), each converted, None where refused."""
-    out: list[Decoded] = []
-    convert = msgspec.convert
-    for item in data:
-        if type(item) is not dict or not _lists_are_lists(item):  # the exact path decides
-            out.append(None)
-            continue
-        try:
-            out.append(convert(item, DecodedRecord))
-        except _REFUSED:
-            out.append(None)
-    return out
-
-
-def _lists_are_lists(item: dict[str, Any]) -> bool:
-    """msgspec converts a tuple where a list is wanted; the schema refuses it."""
-    covers = item.get("covers")
-    if covers is not None and type(covers) is not list:
-        return False
-    reps = item.get("representations")
-    if type(reps) is dict:
-        for spec in reps.values():
-            if type(spec) is dict and spec.get("covers") is not None and type(spec["covers"]) is not list:
-                return False
-    return True
-
-
 def keys_kept(text_count: int, decoded: Sequence[Decoded]) -> bool:
     """No key was dropped: the texts of the decoded items held ``text_count`` `":`, and their
     values written back hold as many (a key written twice is kept once; a `":` inside a string
-    is written back as it was, since a quote in a string is always escaped as \\")."""
+    is written back as it was: a quote in a string is escaped as \\", and a text that writes it,
+    or a colon, with a \\u escape goes to the exact path, :func:`source.may_hide_duplicate_keys`)."""
     return text_count == _ENCODE([d for d in decoded if d is not None]).count(b'":')

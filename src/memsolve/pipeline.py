@@ -46,7 +46,7 @@ from .result import (
     TraceEntry,
     compression_check,
 )
-from .solver import dp, engines
+from .solver import Solution, dp, engines
 from .solver.compile import Allocations, Compiled, compile_rows, level_text
 from .tokens import counter
 
@@ -193,7 +193,7 @@ def result(
     solution = outcome.solution
     greedy_report = None
     if outcome.baseline is not None and solution.engine != "greedy":
-        greedy_report = GreedyReport(lambda: outcome.greedy.objective, solution.objective)  # type: ignore[union-attr]
+        greedy_report = GreedyReport(lambda: _objective(outcome.greedy), solution.objective)
     verdict = outcome.cross_check
     cross = None if verdict is None else {
         "engine": verdict.engine, "objective": verdict.objective, "agrees": verdict.agrees,
@@ -223,6 +223,11 @@ def result(
         compression=None if actions is None else compression_check(actions.original, actions.compressed),
         trace_mode=trace,
     )
+
+
+def _objective(solution: Solution | None) -> float:
+    assert solution is not None  # a baseline was asked for
+    return solution.objective
 
 
 class Outcomes:

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
-import orjson
 
 from . import collection, decode, schemas
 from .columns import Columns
@@ -260,25 +259,17 @@ def load_records(source: str | Path | Sequence[Any] | Mapping[str, Any]) -> Reco
             if str(source) != STDIN and format_of(source) == "jsonl":
                 text, raw = read_text(source)
                 sha256 = hashlib.sha256(raw).hexdigest()
-                return _jsonl(text, str(source), sha256) or _build(parse_text(text, str(source), "jsonl"),
-                                                                           sha256)
+                fast = _jsonl(text, str(source), sha256)
+                return fast if fast is not None else _build(parse_text(text, str(source), "jsonl"), sha256)
             doc, raw = load_document(source)
             return _build(doc, hashlib.sha256(raw).hexdigest())
         doc = Document("<records>", "", source, "data")
-        sha256 = hashlib.sha256(_canonical(source)).hexdigest()
-        if isinstance(source, list) and len(source) <= MAX_RECORDS:
-            return _collected(doc, sha256, (), len(source), source.__getitem__, decode.items(source))
-        return _build(doc, sha256)
+        return _build(doc, hashlib.sha256(_canonical(source)).hexdigest())
 
 
 def _canonical(data: Any) -> bytes:
-    """Python data as canonical JSON bytes, for its hash (sorted keys, no blanks): by orjson,
-    or by the standard encoder for what orjson refuses (an integer past 64 bits, a lone
-    surrogate); keys of mixed types that cannot be sorted are kept in their order."""
-    try:
-        return orjson.dumps(data, default=str, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
-    except (orjson.JSONEncodeError, TypeError):
-        pass
+    """Python data as canonical JSON bytes, for its hash (sorted keys, no blanks; keys of mixed
+    types, which do not sort, in their order)."""
     try:
         text = json.dumps(data, sort_keys=True, default=str, separators=(",", ":"))
     except TypeError:  # keys that do not compare (1 and "a")
@@ -476,8 +467,7 @@ def _decoded_record(decoded: DecodedRecord, position: int) -> Record | None:
             timestamp = parse_timestamp(stamp)
         except TimeValueError:
             return None
-        if kind is None:  # pragma: no cover - parse_timestamp refuses what time_kind does not know
-            return None
+        assert kind is not None  # parse_timestamp refuses what time_kind does not know
     else:
         kind, timestamp = NUMBER, float(stamp)
     ttl, ttl_given = decoded.ttl, True
@@ -503,9 +493,6 @@ def _decoded_record(decoded: DecodedRecord, position: int) -> Record | None:
     )
 
 
-_level = tuple.__new__  # Level(...) without the named tuple's Python-level __new__
-
-
 def _decoded_levels(decoded: DecodedRecord) -> tuple[Level, ...] | None:
     utility = decoded.utility
     if utility is None:
@@ -521,12 +508,12 @@ def _decoded_levels(decoded: DecodedRecord) -> tuple[Level, ...] | None:
             size, value, covers = spec.tokens, spec.utility, spec.covers
             if size is None and spec.text is None and text is None:
                 return None  # nothing to size the level by: the exact path says so
-            levels.append(_level(Level, (name, size, None if value is None else float(value), spec.text,
-                                         () if covers is None else tuple(covers))))
+            levels.append(Level._make((name, size, None if value is None else float(value), spec.text,
+                                       () if covers is None else tuple(covers))))
         return tuple(levels)
     if tokens is None and text is None:
         return None  # nothing to size the record by: the exact path says which
-    return (Level("raw", tokens, None if utility is None else float(utility), text),)
+    return (Level._make(("raw", tokens, None if utility is None else float(utility), text, ())),)
 
 
 _FIELDS = frozenset(("id", "tenant", "store", "session", "key", "timestamp", "ttl", "authority", "version",

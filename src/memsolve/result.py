@@ -200,9 +200,8 @@ class Price:
 
 
 class GreedyReport(Mapping[str, float]):
-    """The greedy baseline's ``objective`` and what it would ``loss``e against the reported one:
-    the baseline runs when the report is first read (a turn that only reads its prompt never
-    runs it)."""
+    """The greedy baseline's ``objective`` and its ``loss`` against the reported objective: the
+    baseline runs when the report is first read (a turn that only reads its prompt never runs it)."""
 
     def __init__(self, baseline: Callable[[], float], objective: float) -> None:
         self._baseline = baseline
@@ -224,8 +223,8 @@ class GreedyReport(Mapping[str, float]):
     def __len__(self) -> int:
         return 2
 
-    def __repr__(self) -> str:
-        return repr(self._read())
+    def __repr__(self) -> str:  # never runs the baseline: a log line or a debugger must not solve
+        return repr(self._values) if self._values is not None else "GreedyReport(not yet run)"
 
 
 @dataclass(frozen=True)

@@ -418,11 +418,11 @@ def _fast_loads(text: str) -> Any:
     orjson is several times faster than the standard decoder with its duplicate-key hook, but it
     keeps the last of duplicate keys, reads integers past 64 bits as floats, and refuses NaN and
     lone surrogates in its own words. Its value is used only when it parses and no key can have
-    been written twice: every key ends in `":` (no blanks before the colon, no quote written as
-    \\u0022), and so does every quote before a colon inside a string, which orjson writes back the same way; so the text
-    has as many `":` as orjson's own serialisation of what it kept exactly when no key was
-    dropped. Anything else goes to the exact parser, which gives the same value or the same
-    error as before (tests/test_source.py)."""
+    been written twice: every key ends in `":` (no blanks before the colon, no quote or colon
+    written as a \\u escape), and so does every quote before a colon inside a string, which orjson
+    writes back the same way; so the text has as many `":` as orjson's own serialisation of what
+    it kept exactly when no key was dropped. Anything else goes to the exact parser, which gives
+    the same value or the same error as before (tests/test_source.py)."""
     if may_hide_duplicate_keys(text):
         return _UNSURE
     try:
@@ -530,11 +530,13 @@ def nesting_may_break_limit(line: str) -> bool:
 
 
 def may_hide_duplicate_keys(text: str) -> bool:
-    """Whether a JSON text may write a key twice where counting `":` cannot tell (a key with
-    blanks before its colon, a quote written as \\u0022): see :func:`_fast_loads`."""
+    """Whether a JSON text may write a key twice where counting `":` cannot tell: a key with
+    blanks before its colon, or a quote or a colon written as a \\u escape (a string holding
+    `\\"\\u003a` is written back as `\\":`, one `":` more, which hides one dropped key): see
+    :func:`_fast_loads`."""
     # plain searches first: much faster than a regular expression over a file of a million lines
-    # (a blank after a quote is rare outside keys; a line break after one is common in JSON)
-    return ("\\u0022" in text or '" ' in text or '"\t' in text
+    # (a blank or tab after a quote is rare outside keys; a line break after one is common in JSON)
+    return ("\\u0022" in text or "\\u003a" in text or "\\u003A" in text or '" ' in text or '"\t' in text
             or ('"\n' in text or '"\r' in text) and _SPACED_KEY.search(text) is not None)
 
 
