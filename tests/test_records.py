@@ -268,3 +268,9 @@ def test_record_of_equals_the_dataclass_constructor() -> None:
     assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
     assert fast.store is None and fast.covers == () and fast.time_kind == "number"
     assert replace(fast, position=4) == replace(slow, position=4)
+
+
+def test_python_data_with_keys_that_do_not_sort_is_hashed_not_refused() -> None:
+    first = memsolve.load_records([{"id": "a", "timestamp": 1, "tokens": 1, "metadata": {1: "x", "a": "y"}}])
+    again = memsolve.load_records([{"id": "a", "timestamp": 1, "tokens": 1, "metadata": {1: "x", "a": "y"}}])
+    assert len(first.valid) == 1 and first.sha256 == again.sha256
