@@ -274,7 +274,7 @@ def _canonical(data: Any) -> bytes:
         text = json.dumps(data, sort_keys=True, default=str, separators=(",", ":"))
     except TypeError:  # keys that do not compare (1 and "a")
         text = json.dumps(data, default=str, separators=(",", ":"))
-    return text.encode("utf-8", "surrogatepass")
+    return text.encode("utf-8")  # ASCII: json.dumps escapes the rest
 
 
 def _jsonl(text: str, file: str, sha256: str) -> RecordSet | None:
@@ -479,7 +479,7 @@ def _decoded_record(decoded: DecodedRecord, position: int) -> Record | None:
         except TimeValueError:
             return None
     if decoded.metadata is not None and find_non_finite(decoded.metadata) is not None:
-        return None  # Python data may hold a NaN there
+        return None  # as the exact path (msgspec already refuses NaN and numbers past the float range)
     levels = _decoded_levels(decoded)
     if levels is None:
         return None
