@@ -31,6 +31,7 @@ from memsolve.rounds.state import StateStore
 p = memsolve.load_policy("policies/team-a.yaml")
 r = memsolve.load_records(p.records)
 s = StateStore(sys.argv[1])
+print("ready", flush=True)
 while True:
     s.round(p, r, agent=sys.argv[2])
 """
@@ -66,9 +67,12 @@ def main() -> int:
         db = Path(folder) / "state.db"
         done = 0
         while done < args.rounds or kills < args.kills:
-            procs = [subprocess.Popen([sys.executable, "-c", LOOP, str(db), agent], cwd=ROOT)
+            procs = [subprocess.Popen([sys.executable, "-c", LOOP, str(db), agent], cwd=ROOT, stdout=subprocess.PIPE,
+                                      text=True)
                      for agent in ("alpha", "alpha", "beta")]
-            time.sleep(rng.uniform(0.5, 1.5))
+            for proc in procs:  # killed while running rounds, not while importing (a busy machine starts slowly)
+                assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+            time.sleep(rng.uniform(0.05, 1.0))
             for proc in procs:
                 time.sleep(rng.uniform(0, 0.05))
                 proc.send_signal(signal.SIGKILL)
