@@ -20,6 +20,16 @@ def test_budget_from_each_source_and_conflicts() -> None:
     assert info.value.line == 4  # points at the policy's budget.tokens
 
 
+def test_a_count_limit_written_as_a_float_is_one_error_not_a_crash() -> None:
+    # the schemas' "integer" admits 1.0; found by the fuzzed-policy test: it failed inside the solver
+    records = [rec("a", tokens=1), rec("b", tokens=1)]
+    with pytest.raises(memsolve.InputError, match="max_records must be an integer >= 0, got `1.0`"):
+        solve(make_policy("budget: {tokens: 5, max_records: 1.0}\n"), records, now=1)
+    with pytest.raises(memsolve.InputError, match="max_records must be an integer"):
+        solve(make_policy("budget: {tokens: 5}\n"), {"records": records, "now": 1, "max_records": 2.0})
+    assert len(solve(make_policy("budget: {tokens: 5, max_records: 1}\n"), records, now=1).selected) == 1
+
+
 def test_missing_budget() -> None:
     with pytest.raises(memsolve.InputError, match="no token budget"):
         solve(make_policy(), [rec("a")], now=1)

@@ -118,6 +118,9 @@ def resolve_context(policy: Policy, records: RecordSet, context: Context | None)
         raise InputError(f"budget must be an integer >= 0, got `{budget}`", Location(policy.file))
     max_records = everywhere("max_records", ctx.max_records, rc.max_records, policy.budget.max_records,
                              "budget", "max_records")
+    if max_records is not None and (isinstance(max_records, bool) or not isinstance(max_records, int)):
+        # the schemas' "integer" admits 1.0; the solvers need an int (a float failed deep inside them)
+        raise InputError(f"max_records must be an integer >= 0, got `{max_records}`", Location(policy.file))
     tenant = everywhere("tenant", ctx.tenant, rc.tenant, policy.tenant, "tenant")
     session = everywhere("session", ctx.session, rc.session, policy.context.session, "context", "session")
     query = everywhere("query", ctx.query, rc.query, policy.context.query, "context", "query")

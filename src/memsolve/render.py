@@ -24,7 +24,8 @@ RESULT_FORMATS = ("table", "json")
 def _console(file: IO[str] | None, width: int = 120) -> Console:
     from rich.console import Console
 
-    return Console(file=file, width=width, soft_wrap=False, highlight=False)
+    # no markup: ids, reasons and texts are the user's, and `[/x]` in an id is not a style tag
+    return Console(file=file, width=width, soft_wrap=False, highlight=False, markup=False)
 
 
 def _num(value: float | None) -> str:
@@ -37,7 +38,10 @@ def result_table(result: Result, file: IO[str] | None = None) -> None:
     from rich.table import Table
 
     console = _console(file)
-    console.print(f"[bold]memsolve[/bold]  policy {result.policy_name}  round {result.round}  now {result.now}")
+    from rich.text import Text
+
+    console.print(Text.assemble(("memsolve", "bold"), f"  policy {result.policy_name}  round {result.round}"
+                                                      f"  now {result.now}"))
 
     cache = result.cache  # DESIGN §15: with a cache block, the selection in prompt order
     if cache is None:

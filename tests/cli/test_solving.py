@@ -192,3 +192,16 @@ def test_regression_tab_after_a_key_character(cli, tmp_path: Path) -> None:
     # errors did not, and the error became a traceback
     text = POLICY_TEXT[:251] + "\t" + POLICY_TEXT[251:]
     _assert_clean(cli("--policy", write(tmp_path, "p.yaml", text), "--format", "json", "--budget", "700"))
+
+
+def test_a_table_prints_ids_and_reasons_as_written_not_as_markup(cli, tmp_path: Path) -> None:
+    # found in review: `[/x]` in a record id raised rich's MarkupError; `[bold]a` printed as `a`
+    records = write(tmp_path, "r.jsonl", '{"id": "[/x]", "tokens": 3, "utility": 5, "timestamp": 0}\n'
+                                         '{"id": "[bold]a", "tokens": 3, "utility": 4, "timestamp": 0}\n'
+                                         '{"id": "[red]c[/red]", "tokens": 9, "utility": 1, "timestamp": 0}\n')
+    policy = write(tmp_path, "p.yaml", "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: m}\n"
+                                       "budget: {tokens: 6}\n")
+    result = cli("--policy", str(policy), "--records", str(records), "--now", "1")
+    assert result.exit_code == 0, result.output
+    for text in ("[/x]", "[bold]a", "[red]c[/red]"):
+        assert text in result.stdout
