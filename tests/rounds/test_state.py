@@ -337,9 +337,14 @@ def _not_locked(path: Path) -> None:
     ("UPDATE prompt_orders SET records = '[[\"m0\", \"raw\", \"8\", \"\"]]'", "a prompt order is damaged"),
     ("UPDATE prompt_orders SET records = '[[\"m0\"'", "a prompt order is damaged"),
     ("UPDATE prompt_orders SET records = x'5b5d'", "a prompt order is damaged"),
+    # found in review: a token count past 64 bits (OverflowError) and nesting past the parser (RecursionError)
+    (f"UPDATE prompt_orders SET records = '[[\"m0\", \"raw\", {10**30}, \"\"]]'", "a prompt order is damaged"),
+    ("UPDATE prompt_orders SET records = '[[\"m0\", \"raw\", -5, \"\"]]'", "a prompt order is damaged"),
+    (f"UPDATE prompt_orders SET records = '{'[' * 100000}{']' * 100000}'", "a prompt order is damaged"),
 ], ids=["queue-text", "round-zero", "round-blob", "queue-infinite", "ceiling-level-blob", "ceiling-round-text",
         "levels-cut", "levels-text-values", "levels-list", "objective-text", "sha-blob", "levels-not-utf8",
-        "key-blob", "order-short", "order-tokens-text", "order-cut", "order-blob"])
+        "key-blob", "order-short", "order-tokens-text", "order-cut", "order-blob", "order-tokens-huge",
+        "order-tokens-negative", "order-deep"])
 def test_damaged_values_are_refused_without_quoting_them(tmp_path: Path, sql: str, reason: str) -> None:
     path = _stored(tmp_path)
     before = _edit(path, sql)

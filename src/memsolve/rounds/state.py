@@ -45,6 +45,7 @@ from ..policies.verdicts import Ceiling
 from ..pricing import RoundPrice, price_for
 from ..records import DELETE, RecordSet
 from ..result import Result
+from ..source import MAX_TOKENS
 
 SCHEMA_VERSION = 2  # 2: prompt_orders (DESIGN §15)
 APPLICATION_ID = 0x4D454D53  # "MEMS": marks the file as memsolve's
@@ -263,11 +264,11 @@ class StateStore:
             return None
         try:
             items = json.loads(row[0]) if type(row[0]) is str else None
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             items = None
         if not (isinstance(items, list) and all(
                 isinstance(i, list) and len(i) == 4 and type(i[0]) is str and type(i[1]) is str and _is_int(i[2])
-                and type(i[3]) is str for i in items)):
+                and 0 <= i[2] <= MAX_TOKENS and type(i[3]) is str for i in items)):
             raise self._corrupt("a prompt order is damaged")
         return PromptOrder([i[0] for i in items], [i[1] for i in items], [i[2] for i in items],
                            [i[3] for i in items])
