@@ -114,6 +114,10 @@ def test_a_binding_count_limit_goes_to_the_priced_path() -> None:
         (lambda t, u: (None, {"price": -1.0}), "price must be finite"),
         (lambda t, u: (None, {"budget": -3}), "budget must be an integer"),
         (lambda t, u: (None, {"max_records": -1}), "max_records must be >= 0"),
+        # found in review: past 64 bits the one call raised OverflowError or summed tokens past int64
+        (lambda t, u: (None, {"budget": 2**63}), "budget must be an integer >= 0 and <= 2\\*\\*62"),
+        (lambda t, u: (t.__setitem__((0, 0), 2**61), {}), "their sum could pass 2\\*\\*62"),
+        (lambda t, u: (None, {"price": 10**400}), "price must be a finite number"),
     ],
 )
 def test_refused_inputs_get_the_python_paths_error(change, message) -> None:
@@ -124,6 +128,14 @@ def test_refused_inputs_get_the_python_paths_error(change, message) -> None:
     assert solver._solve_in_one_call(tokens, utility, budget, **options) is None
     with pytest.raises(InputError, match=message):
         solve_arrays(tokens, utility, budget, **options)
+
+
+@pytest.mark.parametrize("limits", [{"max_records": 2**70}, {"max_records": 2**62 + 1}, {"price": 10**30}])
+def test_numbers_past_64_bits_take_the_python_path_and_get_its_answer(limits) -> None:
+    tokens = np.array([[5, 2], [4, 1], [3, 3]], dtype=np.int64)
+    utility = np.array([[3.0, 1.0], [2.0, 1.5], [1.0, 0.5]])
+    assert solver._solve_in_one_call(tokens, utility, 6, **limits) is None
+    _same(solve_arrays(tokens, utility, 6, **limits), _by_engine(solver.make_instance(tokens, utility, 6, **limits)))
 
 
 def test_a_withheld_level_may_hold_any_number() -> None:

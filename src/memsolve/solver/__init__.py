@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, SolverError, shown
 from ..records import MAX_UTILITY
 from . import native
 from .dp import MAX_CELLS, frontier, solve_dp
@@ -16,6 +16,9 @@ from .engines import DENSE_CROSS_CHECK_CELLS as _DENSE_CROSS_CHECK_CELLS
 from .engines import ENGINES, CrossCheck, Outcome, run
 from .instance import Instance, Solution, scale
 from .kernel import MAX_LEVELS
+
+MAX_SUM = 2**62  # budgets and sums of tokens: the solvers add them in 64 bits
+_ONE_CALL_ROWS = 2**22  # past this the one call saves nothing worth a row count's own checks
 
 
 @dataclass(frozen=True)
@@ -55,13 +58,20 @@ def make_instance(
         raise InputError("tokens must be >= 0")
     if not np.isfinite(offered_u).all() or (offered_u < 0).any() or (offered_u > MAX_UTILITY).any():
         raise InputError(f"utilities must be finite, >= 0 and <= {MAX_UTILITY:g}")
-    if isinstance(budget, bool) or int(budget) != budget or budget < 0:
-        raise InputError(f"budget must be an integer >= 0, got {budget!r}")
+    if isinstance(budget, bool) or int(budget) != budget or not 0 <= budget <= MAX_SUM:
+        raise InputError(f"budget must be an integer >= 0 and <= 2**62, got {shown(budget)}")
+    if offered_t.size and t.shape[0] * int(offered_t.max()) > MAX_SUM:
+        # the solvers sum tokens over all rows in 64 bits (README, "Numbers")
+        raise InputError(f"{t.shape[0]:,} rows of up to {int(offered_t.max()):,} tokens: their sum could pass 2**62")
+    try:
+        price = float(price)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"price must be a finite number >= 0, got {shown(price)}") from None
     if not np.isfinite(price) or price < 0:
         raise InputError(f"price must be finite and >= 0, got {price!r}")
     if max_records is not None and max_records < 0:
         raise InputError(f"max_records must be >= 0, got {max_records!r}")
-    return Instance(t, u if mask is None else np.where(m, u, 0.0), m, int(budget), float(price), max_records)
+    return Instance(t, u if mask is None else np.where(m, u, 0.0), m, int(budget), price, max_records)
 
 
 def solve_arrays(
@@ -111,8 +121,8 @@ def _solve_in_one_call(
         or not tokens.flags.c_contiguous
         or not utility.flags.c_contiguous
         or type(budget) is not int
-        or type(price) not in (float, int)
-        or not (max_records is None or type(max_records) is int and max_records >= 0)
+        or type(price) is not float and not (type(price) is int and abs(price) <= 2**53)
+        or not (max_records is None or type(max_records) is int and 0 <= max_records <= MAX_SUM)
         or not native.sums_like_numpy()
     ):
         return None
@@ -121,15 +131,19 @@ def _solve_in_one_call(
             return None
         mask = np.ascontiguousarray(mask).view(np.uint8)
     n, k = tokens.shape
-    if k > MAX_LEVELS or budget < 0:
+    if k > MAX_LEVELS or not 0 <= budget <= MAX_SUM or n > _ONE_CALL_ROWS or (
+            tokens.size and n * int(tokens.max()) > MAX_SUM):  # sums past 64 bits: make_instance says so
         return None
     count = 1 if max_records is None else max_records + 1
     # as the engine's Job: when the dense DP's table is small it orders massive ties, so the
     # kernel does not run its bounded tie-rule DP to the end
     bounded_ties = n * (budget + 1) * count > _DENSE_CROSS_CHECK_CELLS
     choice = np.empty(n, dtype=np.int64)
-    found = module.solve_arrays(n, k, tokens, utility, mask, budget, float(price),
-                                -1 if max_records is None else max_records, bounded_ties, MAX_UTILITY, choice)
+    try:
+        found = module.solve_arrays(n, k, tokens, utility, mask, budget, float(price),
+                                    -1 if max_records is None else max_records, bounded_ties, MAX_UTILITY, choice)
+    except RuntimeError as exc:  # the kernel's own check of its answer failed: as the engine path says it
+        raise SolverError(str(exc)) from None
     if found is None:
         return None
     objective, used, _ = found
