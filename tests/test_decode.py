@@ -185,6 +185,7 @@ def test_a_file_the_fast_path_takes_hashes_and_locates_as_before(tmp_path: Path)
     '{"id": "a", "timestamp": 1, "tokens" : 3, "tokens": 4}\n',
     '{"id": "a", "timestamp": 1, "tok\\u0065ns": 3, "tokens": 4}\n',
     '{"id": "a", "timestamp": 1, "metadata": ' + "[" * 70 + "]" * 70 + "}\n",
+    '{"id": "a", "timestamp": 1, "tokens": 1, "metadata": {"m": ' + "[" * 100_000 + "]" * 100_000 + "}}\n",
     '{"id": "a", "timestamp": 1, "text": "\\ud800"}\n',
 ])
 def test_what_the_fast_path_cannot_vouch_for_gets_the_exact_answer(tmp_path: Path, text: str) -> None:

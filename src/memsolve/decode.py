@@ -6,7 +6,7 @@ a subset of what it accepts, and ``records`` builds a record they take into the 
 :class:`~memsolve.records.Record` the exact path builds. Anything else goes to the exact path
 (parse, schema, semantic checks), which words the error:
 
-- a line or item the types refuse, or one whose record the exact path would refuse or word
+- a line the types refuse, or one whose record the exact path would refuse or word
   differently (a level without a size, an unparseable time, ``delete`` as a level name) goes to
   the exact path on its own;
 - a text where a key may be written twice (msgspec keeps the last one silently), or which may
@@ -76,7 +76,8 @@ class DecodedRecord(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=Tr
 
 _LINE = msgspec.json.Decoder(DecodedRecord)
 _ENCODE = msgspec.json.Encoder().encode
-_REFUSED = (msgspec.DecodeError, msgspec.ValidationError)
+# RecursionError: msgspec's own depth limit, in `metadata` nested thousands deep
+_REFUSED = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 # One item of a text: its decoded value, or None where the exact path must read it.
 Decoded = DecodedRecord | None
