@@ -244,12 +244,13 @@ def test_playback_play_pause_next_restart_keep_the_settings(page: Any) -> None:
 
 def test_fullscreen_keyboard_and_a_narrow_screen(page: Any) -> None:
     start(page)
+    # the label follows the fullscreenchange event, which comes after fullscreenElement changes:
+    # wait for both (reading the label at once failed now and then in CI)
+    label = "document.querySelector('#fullscreen').textContent === '%s'"
     page.click("#fullscreen")
-    page.wait_for_function("document.fullscreenElement !== null")
-    assert page.inner_text("#fullscreen") == "Exit full screen"
+    page.wait_for_function("document.fullscreenElement !== null && " + label % "Exit full screen")
     page.click("#fullscreen")
-    page.wait_for_function("document.fullscreenElement === null")
-    assert page.inner_text("#fullscreen") == "Expand experiment"
+    page.wait_for_function("document.fullscreenElement === null && " + label % "Expand experiment")
     # keyboard: the controls take focus in order and act on Enter / Space
     page.focus("#next")
     page.keyboard.press("Enter")
