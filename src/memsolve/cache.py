@@ -31,7 +31,7 @@ import numpy as np
 
 from .policies.model import CacheSettings
 from .records import Record
-from .result import Chosen, Deferred
+from .result import Chosen, Deferred, Lazy
 from .solver.cache import CacheProblem, CacheSolution
 from .solver.compile import Compiled, level_text
 
@@ -319,19 +319,15 @@ class Ordering(Deferred[str]):
     """The result's prompt order: the ids, built on first read, and the turn's :class:`PromptOrder`
     for the next turn (arrays, built on first read)."""
 
-    __slots__ = ("_arrange", "_arranged")
+    __slots__ = ("_arranged",)
 
     def __init__(self, arrange_: Callable[[], Arranged]) -> None:
         super().__init__(lambda: self.arranged.prompt.ids)
-        self._arrange: Callable[[], Arranged] | None = arrange_
-        self._arranged: Arranged | None = None
+        self._arranged = Lazy(arrange_)  # once arranged, the previous order is let go
 
     @property
     def arranged(self) -> Arranged:
-        if self._arranged is None:
-            assert self._arrange is not None
-            self._arranged, self._arrange = self._arrange(), None  # the previous order is let go
-        return self._arranged
+        return self._arranged.get()
 
 
 def order_of(result: Any) -> PromptOrder:
@@ -502,18 +498,14 @@ class DeferredTrace:
     """A :class:`CacheTrace` built when first read (``Result.cache``): an agent's turn that only
     puts the prompt together never pays for it. Reads as the trace it stands for."""
 
-    __slots__ = ("_build", "_trace")
+    __slots__ = ("_trace",)
 
     def __init__(self, build: Callable[[], CacheTrace]) -> None:
-        self._build: Callable[[], CacheTrace] | None = build
-        self._trace: CacheTrace | None = None
+        self._trace = Lazy(build)
 
     @property
     def built(self) -> CacheTrace:
-        if self._trace is None:
-            assert self._build is not None
-            self._trace, self._build = self._build(), None
-        return self._trace
+        return self._trace.get()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.built, name)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import Any, Generic, TypeVar, cast, overload
 
 from . import collection
 from .policies.verdicts import Verdict
@@ -24,23 +24,41 @@ TRACE_MODES = ("full", "excluded", "none")
 T = TypeVar("T")
 
 
+class Lazy(Generic[T]):
+    """A value built on first read and kept; the builder, and all it holds, let go once it ran.
+    What a turn may never read (a result's lists, its prompt order, its cache trace, the greedy
+    baseline) is held this way."""
+
+    __slots__ = ("_build", "_value")
+
+    def __init__(self, build: Callable[[], T]) -> None:
+        self._build: Callable[[], T] | None = build
+        self._value: T | None = None
+
+    def get(self) -> T:
+        if self._build is not None:
+            self._value, self._build = self._build(), None
+        return cast(T, self._value)
+
+    @property
+    def ready(self) -> bool:
+        """Built already (reading it costs nothing)."""
+        return self._build is None
+
+
 class Deferred(Sequence[T]):
     """A tuple built on first use: a turn returns its result at once, and the lists a caller
     never reads (thousands of dropped records, every trace entry) are never built. Compares,
     hashes and prints as the tuple it stands for."""
 
-    __slots__ = ("_build", "_items")
+    __slots__ = ("_items",)
 
     def __init__(self, build: Callable[[], Iterable[T]]) -> None:
-        self._build: Callable[[], Iterable[T]] | None = build
-        self._items: tuple[T, ...] | None = None
+        self._items: Lazy[tuple[T, ...]] = Lazy(lambda: tuple(build()))
 
     @property
     def items(self) -> tuple[T, ...]:
-        if self._items is None:
-            assert self._build is not None
-            self._items, self._build = tuple(self._build()), None
-        return self._items
+        return self._items.get()
 
     @overload
     def __getitem__(self, index: int) -> T: ...
@@ -89,19 +107,26 @@ def _string(value: str | None) -> str:
     return "null" if value is None else json.encoder.encode_basestring(value)  # the encoder's own
 
 
+def _rows(value: Any) -> Sequence[str] | None:
+    """A list of mappings as one JSON text per item (those of an :class:`Encoded` list as they
+    are); None for any other value."""
+    if isinstance(value, Encoded):
+        return value
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        return [_compact(v) for v in value]
+    return None
+
+
 def dumps_by_line(data: Mapping[str, Any]) -> str:
     """A mapping as JSON: one key per line, lists of mappings one item per line."""
     lines = ["{"]
     items = list(data.items())
     for index, (key, value) in enumerate(items):
         comma = "," if index < len(items) - 1 else ""
-        if isinstance(value, Encoded) and value:
+        rows = _rows(value)
+        if rows:
             lines.append(f"  {_compact(key)}: [")
-            lines.append("    " + ",\n    ".join(value))
-            lines.append(f"  ]{comma}")
-        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            lines.append(f"  {_compact(key)}: [")
-            lines.append("    " + ",\n    ".join(map(_compact, value)))
+            lines.append("    " + ",\n    ".join(rows))
             lines.append(f"  ]{comma}")
         else:
             lines.append(f"  {_compact(key)}: {_compact(value)}{comma}")
@@ -204,18 +229,14 @@ class GreedyReport(Mapping[str, float]):
     baseline runs when the report is first read (a turn that only reads its prompt never runs it)."""
 
     def __init__(self, baseline: Callable[[], float], objective: float) -> None:
-        self._baseline = baseline
-        self._objective = objective
-        self._values: dict[str, float] | None = None
+        def values() -> dict[str, float]:
+            greedy = baseline()
+            return {"objective": greedy, "loss": objective - greedy}
 
-    def _read(self) -> dict[str, float]:
-        if self._values is None:
-            greedy = self._baseline()
-            self._values = {"objective": greedy, "loss": self._objective - greedy}
-        return self._values
+        self._values = Lazy(values)
 
     def __getitem__(self, key: str) -> float:
-        return self._read()[key]
+        return self._values.get()[key]
 
     def __iter__(self) -> Iterator[str]:
         return iter(("objective", "loss"))
@@ -224,7 +245,7 @@ class GreedyReport(Mapping[str, float]):
         return 2
 
     def __repr__(self) -> str:  # never runs the baseline: a log line or a debugger must not solve
-        return repr(self._values) if self._values is not None else "GreedyReport(not yet run)"
+        return repr(self._values.get()) if self._values.ready else "GreedyReport(not yet run)"
 
 
 @dataclass(frozen=True)
