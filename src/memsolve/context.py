@@ -114,12 +114,12 @@ def resolve_context(policy: Policy, records: RecordSet, context: Context | None)
             "no token budget: give --budget, `budget` in the records file, or `budget.tokens` in the policy",
             Location(policy.file),
         )
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+    # the schemas' "integer" admits 1.0; the solvers need an int (a float failed deep inside them)
+    if not _is_count(budget):
         raise InputError(f"budget must be an integer >= 0, got `{budget}`", Location(policy.file))
     max_records = everywhere("max_records", ctx.max_records, rc.max_records, policy.budget.max_records,
                              "budget", "max_records")
-    if max_records is not None and (isinstance(max_records, bool) or not isinstance(max_records, int)):
-        # the schemas' "integer" admits 1.0; the solvers need an int (a float failed deep inside them)
+    if max_records is not None and not _is_count(max_records):
         raise InputError(f"max_records must be an integer >= 0, got `{max_records}`", Location(policy.file))
     tenant = everywhere("tenant", ctx.tenant, rc.tenant, policy.tenant, "tenant")
     session = everywhere("session", ctx.session, rc.session, policy.context.session, "context", "session")
@@ -208,13 +208,18 @@ def _check_caller(ctx: Context) -> None:
             raise InputError(f"{name} must be a string, got `{shown(value)}`")
     for name in ("budget", "max_records"):
         value = getattr(ctx, name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        if value is not None and not _is_count(value):
             raise InputError(f"{name} must be an integer >= 0, got `{shown(value)}`")
     versions = ctx.current_versions
     if not isinstance(versions, Mapping) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in versions.items()
     ):
         raise InputError("current_versions must map document names to version strings")
+
+
+def _is_count(value: Any) -> bool:
+    """An int >= 0 (not a bool, not a float however whole)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _normal_time(value: Any) -> Any:

@@ -36,10 +36,9 @@ def _num(value: float | None) -> str:
 
 def result_table(result: Result, file: IO[str] | None = None) -> None:
     from rich.table import Table
-
-    console = _console(file)
     from rich.text import Text
 
+    console = _console(file)
     console.print(Text.assemble(("memsolve", "bold"), f"  policy {result.policy_name}  round {result.round}"
                                                       f"  now {result.now}"))
 
