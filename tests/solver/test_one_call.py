@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import memsolve.solver as solver
 from memsolve.errors import InputError
-from memsolve.solver import native, run, solve_arrays
+from memsolve.solver import engines, native, run, solve_arrays
 
 from .helpers import generated, instances
 
@@ -174,3 +174,80 @@ def test_large_utilities_scale_as_the_python_path(scale_utility) -> None:
     one = solver._solve_in_one_call(tokens, utility, budget, price=scale_utility / 1e3)
     assert one is not None
     _same(one, _by_engine(inst))
+
+
+# The engine's Job (pipeline, Selector): scaling, kernel and the allocation's worth in one call
+
+
+def _job_outcome(inst, one_call: bool, monkeypatch: pytest.MonkeyPatch, engine: str = "dp", check: str = "none"):
+    monkeypatch.setattr(engines.Job, "one_call", one_call)
+    calls = []
+    real = engines.solve_job
+    monkeypatch.setattr(engines, "solve_job", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    job = engines.Job(inst)
+    outcome = engines.check(job, engines.solve(job, engine), check, compare_greedy=False)
+    return job, outcome, bool(calls)
+
+
+def _same_job(fast, slow) -> None:
+    """Every field the pipeline reads, to the bit: the allocation, its floats, the reduction, the scaled values."""
+    (job_a, a), (job_b, b) = fast, slow
+    sa, sb = a.solution, b.solution
+    assert sa.choice.dtype == sb.choice.dtype == np.int64 and sa.choice.tolist() == sb.choice.tolist()
+    for name in ("objective", "utility", "tokens_used", "status", "engine", "bound", "scaled_objective", "detail"):
+        assert getattr(sa, name) == getattr(sb, name), name
+        assert type(getattr(sa, name)) is type(getattr(sb, name)), name
+    assert a.engine == b.engine and a.cross_check == b.cross_check
+    assert job_a.scaled.scale == job_b.scaled.scale
+    assert np.array_equal(job_a.scaled.values, job_b.scaled.values)
+    assert job_a.scaled.usable.dtype == job_b.scaled.usable.dtype == np.bool_
+    assert np.array_equal(job_a.scaled.usable, job_b.scaled.usable)
+    ra, rb = a.reduction, b.reduction
+    assert (ra is None) == (rb is None)
+    if ra is not None:
+        for name in ("multiplier", "upper_bound", "incumbent_value", "hull_levels", "lp_dominated"):
+            assert getattr(ra, name) == getattr(rb, name), name
+        for name in ("incumbent", "keep", "core", "fixed_choice"):
+            assert np.array_equal(getattr(ra, name), getattr(rb, name)), name
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(instances(max_n=8, max_k=4, integral=True), instances(max_n=8, max_k=3)))
+def test_the_jobs_one_call_equals_its_separate_steps(inst) -> None:
+    with pytest.MonkeyPatch.context() as mp:
+        job, fast, used = _job_outcome(inst, True, mp)
+        assert used  # the instances make_instance builds are in the kernel's layout
+        slow = _job_outcome(inst, False, mp)
+        _same_job((job, fast), slow[:2])
+
+
+@pytest.mark.parametrize("kind", ["memory", "uncorrelated", "strong", "subset", "ties"])
+@pytest.mark.parametrize(("n", "max_records"), [(0, None), (1, None), (150, None), (1200, None), (300, 40)])
+def test_the_jobs_one_call_equals_its_separate_steps_on_every_class(kind, n, max_records, monkeypatch) -> None:
+    inst = generated(kind, n, 5, max_records=max_records)
+    job, fast, used = _job_outcome(inst, True, monkeypatch)
+    assert used
+    _same_job((job, fast), _job_outcome(inst, False, monkeypatch)[:2])
+    for engine, check in (("cp-sat", "dp"), ("dp", "cp-sat")):  # the cross-checks read the same job
+        if n <= 150:
+            job, fast, _ = _job_outcome(inst, True, monkeypatch, engine, check)
+            _same_job((job, fast), _job_outcome(inst, False, monkeypatch, engine, check)[:2])
+
+
+@pytest.mark.parametrize("scale_utility", [1e9, 1e15])
+def test_the_jobs_one_call_scales_large_utilities_as_the_separate_steps(scale_utility, monkeypatch) -> None:
+    rng = np.random.default_rng(12)
+    tokens = rng.integers(1, 80, size=(400, 3))
+    utility = rng.random((400, 3)) * scale_utility
+    inst = solver.make_instance(tokens, utility, int(tokens[:, 0].sum() // 3), price=scale_utility / 1e3)
+    job, fast, used = _job_outcome(inst, True, monkeypatch)
+    assert used and job.scaled.scale < 1e6
+    _same_job((job, fast), _job_outcome(inst, False, monkeypatch)[:2])
+
+
+def test_a_job_in_another_layout_takes_the_separate_steps(monkeypatch) -> None:
+    inst = generated("memory", 50, 3)
+    fortran = solver.Instance(np.asfortranarray(inst.tokens), inst.utility, inst.mask, inst.budget, inst.price)
+    job, outcome, used = _job_outcome(fortran, True, monkeypatch)
+    assert not used
+    _same_job((job, outcome), _job_outcome(inst, True, monkeypatch)[:2])

@@ -495,7 +495,7 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
 #define KEEP_BYTES ((size_t)64 << 20)
 enum { W_HULL, W_HULL_W, W_HULL_V, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
        W_CAND, W_GREEDY, W_BAND, W_HULL_EFF, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
-       W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_SLOTS };
+       W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_UTIL, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
 static Vec ws_states = {NULL, 0, 0, sizeof(State)}, ws_layer_start = {NULL, 0, 0, sizeof(size_t)};
@@ -1190,6 +1190,13 @@ static void release_buffers(Py_buffer *view, int count) {
     for (int a = 0; a < count; a++) PyBuffer_Release(&view[a]);
 }
 
+static PyObject *info_tuple(const double *info) {
+    return Py_BuildValue("(LLdLLLLLLiLLL)", (long long)info[0], (long long)info[1], info[2], (long long)info[3],
+                         (long long)info[4], (long long)info[5], (long long)info[6], (long long)info[7],
+                         (long long)info[8], (int)info[9], (long long)info[10], (long long)info[11],
+                         (long long)info[12]);
+}
+
 static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o_tokens, *o_values, *o_usable, *o_choice, *o_keep, *o_core;
@@ -1218,10 +1225,7 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     if (rc < 0) { PyErr_NoMemory(); goto release; }
     if (rc == 2) { PyErr_SetString(PyExc_RuntimeError, "kernel: the tie-rule states lost the optimum"); goto release; }
     if (rc == 1) { out = Py_None; Py_INCREF(out); goto release; }
-    out = Py_BuildValue("(LLdLLLLLLiLLL)", (long long)info[0], (long long)info[1], info[2], (long long)info[3],
-                        (long long)info[4], (long long)info[5], (long long)info[6], (long long)info[7],
-                        (long long)info[8], (int)info[9], (long long)info[10], (long long)info[11],
-                        (long long)info[12]);
+    out = info_tuple(info);
 release:
     release_buffers(b, 6);
     return out;
@@ -1416,6 +1420,70 @@ static PyObject *kernel_sum(PyObject *self, PyObject *args) {
     return PyFloat_FromDouble(total);
 }
 
+/* Scaling as instance.scale does it, in one pass (checks when `check`: the input checks of
+   make_instance; a refused input returns -1): each row's best net value, the values at the usual
+   factor (MAX_SCALE), redone only when the sum of the bests calls for a smaller one (numpy's
+   summation, so the factor and the integers are identical). best: scratch for n doubles. */
+static int scale_values(Py_ssize_t n, Py_ssize_t k, const int64_t *t, const double *u, const uint8_t *mask,
+                        int64_t budget, double price, int check, double max_utility, double *best, int64_t *values,
+                        uint8_t *usable, double *factor_out) {
+    size_t cells = (size_t)n * (size_t)k;
+    const double usual = 1000000.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double top = 0.0;
+        for (size_t j = (size_t)i * (size_t)k; j < (size_t)(i + 1) * (size_t)k; j++) {
+            int offered = !mask || mask[j];
+            if (check && offered && (t[j] < 0 || !(u[j] >= 0.0 && u[j] <= max_utility))) return -1;  /* NaN fails */
+            offered = offered && t[j] <= budget;
+            double net = offered ? u[j] - price * (double)t[j] : 0.0;
+            if (offered && net > top) top = net;
+            double at = net * usual;  /* past 2**63 only when the factor is redone below */
+            values[j] = at < 4e18 ? (int64_t)rint(at) : 0;
+            usable[j] = (uint8_t)(offered && values[j] > 0);
+        }
+        best[i] = top;
+    }
+    double total = n ? pairwise_sum(best, (size_t)n) : 0.0;
+    double room = 4503599627370496.0;  /* 2**52 */
+    double factor = total * usual < room ? usual : room / total;
+    if (factor != usual) {
+        for (size_t j = 0; j < cells; j++) {
+            int offered = (!mask || mask[j]) && t[j] <= budget;
+            double net = offered ? u[j] - price * (double)t[j] : 0.0;
+            values[j] = (int64_t)rint(net * factor);
+            usable[j] = (uint8_t)(offered && values[j] > 0);
+        }
+    }
+    *factor_out = factor;
+    return 0;
+}
+
+/* An allocation as instance.evaluate and scaled_value give it: kept rows, tokens, scaled value,
+   and, summed in row order as numpy sums them, the net value and the utility of the chosen
+   levels (net, util: scratch for n doubles). Returns -1 when a chosen level is not usable. */
+static int evaluate_choice(Py_ssize_t n, Py_ssize_t k, const int64_t *t, const double *u, double price,
+                           const int64_t *values, const uint8_t *usable, const int64_t *choice, double *net,
+                           double *util, size_t *kept_out, int64_t *used_out, int64_t *worth_out,
+                           double *objective, double *utility) {
+    size_t kept = 0;
+    int64_t used = 0, worth = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t c = choice[i];
+        if (c < 0) continue;
+        size_t j = (size_t)i * (size_t)k + (size_t)c;
+        if (c >= k || !usable[j]) return -1;
+        used += t[j];
+        worth += values[j];
+        net[kept] = u[j] - price * (double)t[j];
+        if (util) util[kept] = u[j];
+        kept++;
+    }
+    *kept_out = kept; *used_out = used; *worth_out = worth;
+    *objective = pairwise_sum(net, kept);
+    if (util) *utility = pairwise_sum(util, kept);
+    return 0;
+}
+
 /* The whole exact solve of solve_arrays in one call: the input checks of make_instance, the
    scaling of instance.scale (the same IEEE operations and numpy's summation, so the integers are
    identical), the kernel's solve with the tie rule, and the allocation's objective, tokens and
@@ -1458,55 +1526,23 @@ static PyObject *kernel_solve_arrays(PyObject *self, PyObject *args) {
         uint8_t *keep = scratch(W_KEEP, (size_t)n * (size_t)(k + 1), 1);
         int64_t *core = scratch(W_CORE, (size_t)n, sizeof(int64_t));
         if (!best || !values || !usable || !keep || !core) { PyErr_NoMemory(); goto release; }
-        /* one pass: the checks, each row's best net value, and the values at the usual factor
-           (MAX_SCALE), redone only when the sum of the bests calls for a smaller one */
-        const double usual = 1000000.0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            double top = 0.0;
-            for (size_t j = (size_t)i * (size_t)k; j < (size_t)(i + 1) * (size_t)k; j++) {
-                int offered = !mask || mask[j];
-                if (offered && (t[j] < 0 || !(u[j] >= 0.0 && u[j] <= max_utility))) goto fallback;  /* NaN fails */
-                offered = offered && t[j] <= budget;
-                double net = offered ? u[j] - price * (double)t[j] : 0.0;
-                if (offered && net > top) top = net;
-                double at = net * usual;  /* past 2**63 only when the factor is redone below */
-                values[j] = at < 4e18 ? (int64_t)rint(at) : 0;
-                usable[j] = (uint8_t)(offered && values[j] > 0);
-            }
-            best[i] = top;
-        }
-        double total = n ? pairwise_sum(best, (size_t)n) : 0.0;
-        double room = 4503599627370496.0;  /* 2**52 */
-        double factor = total * usual < room ? usual : room / total;
-        if (factor != usual) {
-            for (size_t j = 0; j < cells; j++) {
-                int offered = (!mask || mask[j]) && t[j] <= budget;
-                double net = offered ? u[j] - price * (double)t[j] : 0.0;
-                values[j] = (int64_t)rint(net * factor);
-                usable[j] = (uint8_t)(offered && values[j] > 0);
-            }
-        }
+        double factor;
+        if (scale_values(n, k, t, u, mask, budget, price, 1, max_utility, best, values, usable, &factor) < 0)
+            goto fallback;
         Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1};
         double info[13] = {0};
         int rc = solve(&P, choice, keep, core, bounded_ties, info);
         if (rc < 0) { PyErr_NoMemory(); goto release; }
         if (rc == 2) { PyErr_SetString(PyExc_RuntimeError, "kernel: the tie-rule states lost the optimum"); goto release; }
         if (rc == 1 || (!info[9] && !bounded_ties)) goto fallback;
-        /* the allocation: kept count, tokens, scaled value and, in row order, the net value of
-           each chosen level (best[] is free again), summed as numpy sums them */
-        size_t kept = 0;
-        int64_t used = 0, worth = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int64_t c = choice[i];
-            if (c < 0) continue;
-            size_t j = (size_t)i * (size_t)k + (size_t)c;
-            if (c >= k || !usable[j]) {
-                PyErr_SetString(PyExc_RuntimeError, "kernel: chose a level that is not offered");
-                goto release;
-            }
-            used += t[j];
-            worth += values[j];
-            best[kept++] = u[j] - price * (double)t[j];
+        /* the allocation: kept count, tokens, scaled value and the objective (best[] is free again) */
+        size_t kept;
+        int64_t used, worth;
+        double objective;
+        if (evaluate_choice(n, k, t, u, price, values, usable, choice, best, NULL, &kept, &used, &worth, &objective,
+                            NULL) < 0) {
+            PyErr_SetString(PyExc_RuntimeError, "kernel: chose a level that is not offered");
+            goto release;
         }
         if (limit >= 0 && (long long)kept > limit) goto fallback;
         if (worth != (int64_t)info[3] || used != (int64_t)info[4] || used > budget) {
@@ -1515,7 +1551,7 @@ static PyObject *kernel_solve_arrays(PyObject *self, PyObject *args) {
                          (long long)used);
             goto release;
         }
-        out = Py_BuildValue("(dLi)", pairwise_sum(best, kept), (long long)used, (int)info[9]);
+        out = Py_BuildValue("(dLi)", objective, (long long)used, (int)info[9]);
         goto release;
     }
 fallback:
@@ -1527,6 +1563,65 @@ release:
     return out;
 }
 
+/* The engine's Job in one call (kernel.solve_job): instance.scale's values, usable mask and factor
+   into the caller's arrays, the kernel's solve, and the allocation as make_solution evaluates it.
+   Returns (factor, info, objective, utility, tokens_used, scaled_value, kept); info is None past
+   the search's state limit (the scaled arrays are still written, and the objective fields are 0). */
+static PyObject *kernel_solve_job(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_tokens, *o_utility, *o_mask, *o_values, *o_usable, *o_choice, *o_keep, *o_core;
+    Py_ssize_t n, k;
+    long long budget;
+    double price;
+    int mode;
+    if (!PyArg_ParseTuple(args, "nnOOOLdiOOOOO", &n, &k, &o_tokens, &o_utility, &o_mask, &budget, &price, &mode,
+                          &o_values, &o_usable, &o_choice, &o_keep, &o_core))
+        return NULL;
+    if (k < 0 || k > 62 || n < 0 || budget < 0 || budget >= ((long long)1 << 40)) {
+        PyErr_SetString(PyExc_ValueError, "the kernel takes 0..62 levels per row and budgets below 2**40");
+        return NULL;
+    }
+    const Argument arg[] = {
+        {o_tokens, 8, 0, "tokens", n * k * 8}, {o_utility, 8, 0, "utility", n * k * 8}, {o_mask, 1, 0, "mask", n * k},
+        {o_values, 8, 1, "values", n * k * 8}, {o_usable, 1, 1, "usable", n * k}, {o_choice, 8, 1, "choice", n * 8},
+        {o_keep, 1, 1, "keep", n * (k + 1)}, {o_core, 8, 1, "core", n * 8},
+    };
+    Py_buffer b[8];
+    if (take_buffers(arg, b, 8) < 0) return NULL;
+    PyObject *out = NULL;
+    const int64_t *t = b[0].buf;
+    const double *u = b[1].buf;
+    int64_t *values = b[3].buf, *choice = b[5].buf;
+    uint8_t *usable = b[4].buf;
+    double *best = scratch(W_BEST, (size_t)n, sizeof(double));
+    double *util = scratch(W_UTIL, (size_t)n, sizeof(double));
+    if (!best || !util) { PyErr_NoMemory(); goto release; }
+    double factor;
+    scale_values(n, k, t, u, b[2].buf, budget, price, 0, 0.0, best, values, usable, &factor);
+    Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1};
+    double info[13] = {0};
+    int rc = solve(&P, choice, b[6].buf, b[7].buf, mode, info);
+    if (rc < 0) { PyErr_NoMemory(); goto release; }
+    if (rc == 2) { PyErr_SetString(PyExc_RuntimeError, "kernel: the tie-rule states lost the optimum"); goto release; }
+    if (rc == 1) { out = Py_BuildValue("(dOddLLn)", factor, Py_None, 0.0, 0.0, 0LL, 0LL, (Py_ssize_t)0); goto release; }
+    size_t kept;
+    int64_t used, worth;
+    double objective, utility;
+    if (evaluate_choice(n, k, t, u, price, values, usable, choice, best, util, &kept, &used, &worth, &objective,
+                        &utility) < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "kernel: chose a level that is not offered");
+        goto release;
+    }
+    PyObject *info_obj = info_tuple(info);
+    if (!info_obj) goto release;
+    out = Py_BuildValue("(dNddLLn)", factor, info_obj, objective, utility, (long long)used, (long long)worth,
+                        (Py_ssize_t)kept);
+release:
+    release_buffers(b, 8);
+    trim_workspace();
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"solve", kernel_solve, METH_VARARGS,
      "solve(n, k, tokens, values, usable, capacity, choice, keep, core, bounded_ties) -> info, or None past the limit "
@@ -1534,6 +1629,9 @@ static PyMethodDef methods[] = {
     {"solve_arrays", kernel_solve_arrays, METH_VARARGS,
      "solve_arrays(n, k, tokens, utility, mask|None, budget, price, limit, bounded_ties, max_utility, choice) -> "
      "(objective, tokens_used, tie_rule), or None where the Python path answers"},
+    {"solve_job", kernel_solve_job, METH_VARARGS,
+     "solve_job(n, k, tokens, utility, mask, budget, price, mode, values, usable, choice, keep, core) -> "
+     "(factor, info|None, objective, utility, tokens_used, scaled_value, kept)"},
     {"sum", kernel_sum, METH_VARARGS, "sum(float64 buffer) -> numpy's pairwise sum of it"},
     {"greedy", kernel_greedy, METH_VARARGS,
      "greedy(n, k, order, tokens, usable, budget, limit, choice): the greedy baseline's walk"},

@@ -23,7 +23,7 @@ from ..errors import SolverError
 from .cpsat import solve_cpsat
 from .dp import solve_dp as dense_dp
 from .instance import OPTIMAL, SKIPPED, Instance, Scaled, Solution, make_solution, scaled_value
-from .kernel import solve_kernel_counted
+from .kernel import Evaluated, KernelResult, solve_kernel_counted
 from .reduce import Reduction, Relaxation, closest_rows, fix, relax
 
 # The sparse DP declines a core (CP-SAT takes it, under its time limit) past these sizes.
@@ -230,7 +230,11 @@ TIES_BY_SEARCH = "too many tied optima to order by fidelity: fewest tokens, then
 
 
 def solve_kernel_reduced(
-    instance: Instance, scaled: Scaled, *, bounded_ties: bool = True
+    instance: Instance,
+    scaled: Scaled,
+    *,
+    bounded_ties: bool = True,
+    free: tuple[KernelResult, Evaluated] | None = None,
 ) -> tuple[Solution, Reduction] | None:
     """The compiled kernel's tie-rule optimum and its reduction, or None when the kernel cannot
     answer: past its state limit, or when no price per kept record meets a count limit exactly.
@@ -238,9 +242,10 @@ def solve_kernel_reduced(
     A binding count limit is met by a price μ per kept record (:func:`.kernel.solve_kernel_counted`);
     the reduction is the priced instance's, which keeps every allocation tying the optimum's
     value and tokens, so CP-SAT's core still holds that optimum. The caller checks
-    :func:`.kernel.applies` first.
+    :func:`.kernel.applies` first. ``free``: the unlimited solve and its allocation's worth, when
+    the caller has them (:func:`.kernel.solve_job`).
     """
-    found = solve_kernel_counted(instance, scaled, bounded_ties=bounded_ties)
+    found = solve_kernel_counted(instance, scaled, bounded_ties=bounded_ties, free=free[0] if free else None)
     if found is None:
         return None
     result, price = found
@@ -264,7 +269,12 @@ def solve_kernel_reduced(
         detail += f"; count limit met at a price of {price / scaled.scale:.6g} per kept record"
     if not result.tie_rule:
         detail += "; " + TIES_BY_SEARCH
-    solution = make_solution(instance, scaled, result.choice, OPTIMAL, "dp", detail=detail)
+    if free is not None and result is free[0]:  # evaluated in the same call, as make_solution does
+        worth = free[1]
+        solution = Solution(result.choice, worth.objective, worth.utility, worth.tokens, OPTIMAL, "dp",
+                            scaled_objective=worth.scaled_value, detail=detail)
+    else:
+        solution = make_solution(instance, scaled, result.choice, OPTIMAL, "dp", detail=detail)
     if solution.scaled_objective != value or solution.tokens_used != result.tokens:
         raise SolverError(
             f"the compiled kernel reported value {value} with {result.tokens} tokens, but its "

@@ -23,8 +23,9 @@ from ..errors import InputError, SolverError
 from .core import TIES_BY_SEARCH, reduce_instance, solve_cpsat_reduced, solve_kernel_reduced, solve_reduced
 from .dp import solve_dp
 from .greedy import solve_greedy
-from .instance import FAILED, OPTIMAL, SKIPPED, Instance, Solution, check_feasible, scale
+from .instance import FAILED, OPTIMAL, SKIPPED, Instance, Scaled, Solution, check_feasible, scale
 from .kernel import applies as kernel_applies
+from .kernel import one_call_applies, solve_job
 from .reduce import Reduction
 
 # The cross-check runs the dense DP (no reductions: independent of them) up to this many
@@ -58,17 +59,31 @@ class Outcome:
 
 class Job:
     """One instance being solved: the scaled values, the reduction and the kernel's answer, each
-    computed once and shared by every engine that runs on it."""
+    computed once and shared by every engine that runs on it.
+
+    Where the compiled kernel takes the instance as it is (:func:`.kernel.one_call_applies`), the
+    scaling, the kernel's solve and the allocation's worth are one call (:func:`.kernel.solve_job`;
+    the same integers, allocation and floats as the separate steps, tests/solver/test_one_call.py).
+    """
+
+    one_call = True  # tests switch it off to compare the two paths
 
     def __init__(self, instance: Instance, time_limit_s: float = 10.0, scores: np.ndarray | None = None) -> None:
         self.instance = instance
-        self.scaled = scale(instance)
+        self._scaled: Scaled | None = None
         self.time_limit_s = time_limit_s
         self.scores = scores  # the greedy ranking (relevance), when there is one
         self.reduction: Reduction | None = None
         self._greedy: Solution | None = None
         self._kernel: tuple[Solution, Reduction] | None = None
         self._kernel_ran = False
+
+    @property
+    def scaled(self) -> Scaled:
+        """The instance's integer form (:func:`.instance.scale`), computed once."""
+        if self._scaled is None:
+            self._scaled = scale(self.instance)
+        return self._scaled
 
     def kernel(self) -> tuple[Solution, Reduction] | None:
         """The compiled kernel's solution and reduction (once), when it applies and finishes."""
@@ -77,7 +92,13 @@ class Job:
             if kernel_applies(self.instance):
                 # massive ties: the dense DP orders them faster when its table is small
                 dense_ok = dense_cells(self.instance) <= DENSE_CROSS_CHECK_CELLS
-                self._kernel = solve_kernel_reduced(self.instance, self.scaled, bounded_ties=not dense_ok)
+                free = None
+                if self._scaled is None and self.one_call and one_call_applies(self.instance):
+                    self._scaled, result, worth = solve_job(self.instance, bounded_ties=not dense_ok)
+                    if result is None:  # past the kernel's state limit: the numpy path answers
+                        return None
+                    free = (result, worth)
+                self._kernel = solve_kernel_reduced(self.instance, self.scaled, bounded_ties=not dense_ok, free=free)
                 if self._kernel is not None and dense_ok and TIES_BY_SEARCH in self._kernel[0].detail:
                     self._kernel = self._order_ties_densely(*self._kernel)
         return self._kernel

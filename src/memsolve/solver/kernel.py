@@ -78,8 +78,10 @@ def solve_kernel(
         info = kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep, core, mode)
     except RuntimeError as exc:  # an internal inconsistency: a bug, reported as a solver error
         raise SolverError(str(exc)) from None
-    if info is None:
-        return None
+    return None if info is None else _result(info, choice, keep, core)
+
+
+def _result(info: tuple, choice: np.ndarray, keep: np.ndarray, core: np.ndarray) -> KernelResult:
     p, q, upper, value, used, hull, dominated, searched, core_rows, tie_rule, states, tie_states, tail = info
     return KernelResult(
         choice=choice,
@@ -99,8 +101,57 @@ def solve_kernel(
     )
 
 
+@dataclass(frozen=True)
+class Evaluated:
+    """An allocation's worth as :func:`.instance.make_solution` computes it (the same floats)."""
+
+    objective: float
+    utility: float
+    tokens: int
+    scaled_value: int
+
+
+def one_call_applies(instance: Instance) -> bool:
+    """:func:`solve_job` takes the instance: the kernel applies, the arrays are in its layout (no
+    copies), and the compiled summation is numpy's on this install."""
+    return (
+        applies(instance)
+        and instance.tokens.dtype == np.int64
+        and instance.utility.dtype == np.float64
+        and instance.mask.dtype == np.bool_
+        and instance.tokens.flags.c_contiguous
+        and instance.utility.flags.c_contiguous
+        and instance.mask.flags.c_contiguous
+        and native.sums_like_numpy()
+    )
+
+
+def solve_job(instance: Instance, *, bounded_ties: bool = True) -> tuple[Scaled, KernelResult | None, Evaluated | None]:
+    """The scaling of :func:`.instance.scale` (the same integers and factor), the kernel's solve
+    and the allocation's worth, in one call of the compiled kernel (the engine's Job). The result
+    is None past the kernel's state limit; the caller checks :func:`one_call_applies` first."""
+    kernel = native.module()
+    assert kernel is not None
+    n, k = instance.n, instance.k
+    values = np.empty((n, k), dtype=np.int64)
+    usable = np.empty((n, k), dtype=np.uint8)
+    choice = np.empty(n, dtype=np.int64)
+    keep = np.empty((n, k + 1), dtype=np.uint8)
+    core = np.empty(n, dtype=np.int64)
+    try:
+        factor, info, objective, utility, used, worth, _ = kernel.solve_job(
+            n, k, instance.tokens, instance.utility, instance.mask.view(np.uint8), int(instance.budget),
+            float(instance.price), int(bounded_ties), values, usable, choice, keep, core)
+    except RuntimeError as exc:
+        raise SolverError(str(exc)) from None
+    scaled = Scaled(values, usable.view(bool), factor)
+    if info is None:
+        return scaled, None, None
+    return scaled, _result(info, choice, keep, core), Evaluated(objective, utility, int(used), int(worth))
+
+
 def solve_kernel_counted(
-    instance: Instance, scaled: Scaled, *, bounded_ties: bool = True
+    instance: Instance, scaled: Scaled, *, bounded_ties: bool = True, free: KernelResult | None = None
 ) -> tuple[KernelResult, int] | None:
     """The tie-rule optimum under the count limit M and the price μ per kept record that gives
     it, or None (the numpy path answers).
@@ -112,10 +163,11 @@ def solve_kernel_counted(
     tie-rule pick among the limited optima too, provided no level is worth exactly μ (the
     priced instance drops it, a limited optimum may keep it). μ is found by bisection over
     integers from the LP's estimate (a secant on the count once bracketed); where the count jumps
-    past M (a duality gap) there is none.
+    past M (a duality gap) there is none. ``free``: the unlimited solve, when the caller has it.
     """
     limit = instance.max_records
-    free = solve_kernel(instance, scaled, bounded_ties=bounded_ties)
+    if free is None:
+        free = solve_kernel(instance, scaled, bounded_ties=bounded_ties)
     if free is None or limit is None or _kept(free) <= limit:
         return None if free is None else (free, 0)
     if instance.n > PRICED_MAX_ROWS:
