@@ -181,6 +181,42 @@ class Excluded:
         return f'{{"id": {_string(self.id)}, "rule": {_string(self.rule)}, "reason": {_string(self.reason)}}}'
 
 
+def _number(value: Any) -> str:
+    """A number as the encoder writes it (anything else through the encoder itself)."""
+    kind = type(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float and value - value == 0:  # finite: the encoder refuses the others, and says so
+        return float.__repr__(value)
+    return _compact(value)
+
+
+class VerdictTexts:
+    """Each verdict's JSON, written once per verdict object: rules whose rows share a verdict
+    (RuleMask.key) are written once for a whole trace."""
+
+    def __init__(self) -> None:
+        self._texts: dict[int, tuple[Verdict, str]] = {}  # id → (the verdict, kept alive so no id is reused; its text)
+
+    def __call__(self, verdict: Verdict) -> str:
+        found = self._texts.get(id(verdict))
+        if found is None:
+            passed = verdict.passed
+            text = (f'{{"rule": {_string(verdict.rule)}, "passed": '
+                    f'{"true" if passed is True else "false" if passed is False else _compact(passed)}, '
+                    f'"reason": {_string(verdict.reason)}, "evidence": {_compact(verdict.evidence)}}}')
+            found = self._texts[id(verdict)] = (verdict, text)
+        return found[1]
+
+
+def _allocation_json(allocation: Allocation) -> str:
+    offered = ", ".join(
+        f'{{"level": {_string(o.level)}, "tokens": {_number(o.tokens)}, "utility": {_number(o.utility)}, '
+        f'"value": {_number(o.value)}}}' for o in allocation.offered)
+    decided = "" if allocation.decided_by is None else f', "decided_by": {_string(allocation.decided_by)}'
+    return f'{{"level": {_string(allocation.level)}, "offered": [{offered}]{decided}}}'
+
+
 @dataclass(frozen=True)
 class TraceEntry:
     """Everything decided about one record, in input order."""
@@ -206,6 +242,23 @@ class TraceEntry:
             if a.derived is not None:
                 out["derived_utility"] = a.derived.to_dict()
         return out
+
+    def to_json(self, verdict_text: Callable[[Verdict], str] | None = None) -> str:
+        """``to_dict()`` as JSON, as the result's encoder writes it; ``verdict_text`` writes (and
+        may remember) each verdict's JSON."""
+        write = verdict_text or VerdictTexts()
+        rules = ", ".join(write(v) for v in self.rules)
+        text = (f'{{"id": {_string(self.id)}, "position": {_number(self.position)}, '
+                f'"outcome": {_string(self.outcome)}, "rules": [{rules}]')
+        a = self.allocation
+        if a is None:
+            return text + "}"
+        text += f', "allocation": {_allocation_json(a)}'
+        if a.repairs:
+            text += f', "repairs": {_compact([r.to_dict() for r in a.repairs])}'
+        if a.derived is not None:
+            text += f', "derived_utility": {_compact(a.derived.to_dict())}'
+        return text + "}"
 
 
 @dataclass(frozen=True)
@@ -377,7 +430,7 @@ class Result:
             "excluded": (Encoded(e.to_json() for e in self.excluded) if encoded
                          else [e.to_dict() for e in self.excluded]),
             "other_tenants": self.other_tenants,
-            "trace": [t.to_dict() for t in self.trace],
+            "trace": self._trace_json() if encoded else [t.to_dict() for t in self.trace],
         }
         if self.compression is not None:
             out["compression"] = self.compression.to_dict()
@@ -386,6 +439,10 @@ class Result:
             out["cache"] = self.cache.to_dict()
         out.update(self.extra)
         return out
+
+    def _trace_json(self) -> Encoded:
+        write = VerdictTexts()
+        return Encoded(t.to_json(write) for t in self.trace)
 
     def to_json(self) -> str:
         """The result as JSON text, ending in a newline; byte-identical for identical inputs.

@@ -42,6 +42,21 @@ def test_freshness_ttl_sources_record_then_store_then_default() -> None:
     assert verdicts(result, "by-store")["freshness"].evidence["ttl_from"] == "store `working`"
 
 
+def test_rows_share_a_verdict_only_where_it_would_read_the_same() -> None:
+    # the same moment, store and timestamp: a record's own `ttl: null` (never expires) and one
+    # without a ttl (the store's) must not share the freshness verdict the two would have in common
+    policy = make_policy(BUDGET, rules="- freshness: {ttl_by_store: {working: 1}}\n- stores: {allow: [working]}\n")
+    records = [rec("own-null", timestamp=5, ttl=None, store="working"), rec("by-store", timestamp=5, store="working"),
+               rec("by-store-too", timestamp=5, store="working")]
+    result = solve(policy, records, now=10)
+    assert outcome(result) == {"own-null": "raw", "by-store": "freshness", "by-store-too": "freshness"}
+    assert verdicts(result, "own-null")["freshness"].evidence["ttl_from"] == "record"
+    same = [verdicts(result, rid) for rid in ("by-store", "by-store-too")]
+    assert not same[0]["freshness"].passed and same[0]["freshness"].evidence["ttl_from"] == "store `working`"
+    assert same[0]["freshness"] is same[1]["freshness"]  # one verdict, written once in the trace
+    assert verdicts(result, "own-null")["stores"] is same[0]["stores"]
+
+
 def test_absent_ttl_without_default_never_expires() -> None:
     result = solve(make_policy(BUDGET, rules="- freshness: {}\n"), [rec("old", timestamp=-1e9)], now=10)
     assert outcome(result) == {"old": "raw"}

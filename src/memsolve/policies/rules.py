@@ -11,7 +11,7 @@ a turn decides over arrays and builds verdict objects only for what it shows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 
 import numpy as np
 
@@ -142,7 +142,7 @@ def _tenant(ev: Evaluator, cols: Columns) -> RuleMask:
             return Verdict("tenant", False, f"belongs to tenant `{record.tenant}`, not `{tenant}`", evidence)
         return Verdict("tenant", True, f"belongs to tenant `{tenant}`", evidence)
 
-    return RuleMask("tenant", passed, explain)
+    return RuleMask("tenant", passed, explain, key=lambda row: cols.records[row].tenant)
 
 
 def _stores(rule: StoresRule, cols: Columns) -> RuleMask:
@@ -157,7 +157,8 @@ def _stores(rule: StoresRule, cols: Columns) -> RuleMask:
             return Verdict(rule.id, False, f"store `{record.store}` is not allowed", evidence)
         return Verdict(rule.id, True, f"store `{record.store}` is allowed", evidence)
 
-    return RuleMask(rule.id, cols.memo(("stores", tuple(allow)), lambda: cols.store.isin(allow)), explain)
+    return RuleMask(rule.id, cols.memo(("stores", tuple(allow)), lambda: cols.store.isin(allow)), explain,
+                    key=lambda row: cols.records[row].store)
 
 
 def _sessions(ev: Evaluator, rule: SessionsRule, cols: Columns) -> RuleMask:
@@ -183,7 +184,7 @@ def _sessions(ev: Evaluator, rule: SessionsRule, cols: Columns) -> RuleMask:
             return Verdict(rule.id, False, f"from session `{record.session}`, not the current `{current}`", evidence)
         return Verdict(rule.id, True, "from the current session", evidence)
 
-    return RuleMask(rule.id, passed, explain)
+    return RuleMask(rule.id, passed, explain, key=lambda row: cols.records[row].session)
 
 
 def _max_age(ev: Evaluator, rule: MaxAgeRule, cols: Columns) -> RuleMask:
@@ -201,7 +202,8 @@ def _max_age(ev: Evaluator, rule: MaxAgeRule, cols: Columns) -> RuleMask:
         evidence = {"age": ev.span(age), "max_age": ev.span(limit)}
         return Verdict(rule.id, age <= limit, reason(row), evidence)
 
-    return RuleMask(rule.id, ev.ctx.now - cols.timestamp <= limit, explain, reason=reason)
+    return RuleMask(rule.id, ev.ctx.now - cols.timestamp <= limit, explain, reason=reason,
+                    key=lambda row: cols.records[row].timestamp)
 
 
 def _freshness(ev: Evaluator, rule: FreshnessRule, cols: Columns) -> RuleMask:
@@ -251,7 +253,11 @@ def _freshness(ev: Evaluator, rule: FreshnessRule, cols: Columns) -> RuleMask:
         }
         return Verdict(rule.id, ttl is None or age <= ttl, worded(ttl, source, age), evidence)
 
-    return RuleMask(rule.id, passed, explain, reason=lambda row: worded(*facts(row)[1:]))
+    def key(row: int) -> Hashable:
+        record = cols.records[row]
+        return record.timestamp, record.store, record.ttl_given, record.ttl
+
+    return RuleMask(rule.id, passed, explain, reason=lambda row: worded(*facts(row)[1:]), key=key)
 
 
 _NO_VERSION = -3  # the code of "no known current version": equal to no record's version
@@ -290,7 +296,11 @@ def _version_authority(ev: Evaluator, rule: VersionAuthorityRule, cols: Columns)
             )
         return Verdict(rule.id, True, f"authority bound to the current version {current}", evidence)
 
-    return RuleMask(rule.id, passed, explain)
+    def key(row: int) -> Hashable:
+        record = cols.records[row]
+        return record.authority, record.document, record.version
+
+    return RuleMask(rule.id, passed, explain, key=key)
 
 
 def _latest_key(rule: LatestKeyRule, cols: Columns) -> RuleMask:

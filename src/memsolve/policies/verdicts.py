@@ -6,7 +6,7 @@ may still take), and :func:`number`, the way numbers are written into evidence.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,10 +83,25 @@ class RuleMask:
     # the reason alone (``explain(row).reason`` without the evidence): what a result's list of
     # excluded records shows, for a million rows at most; rules that exclude many give one
     reason: Callable[[int], str] | None = None
+    # what a row's verdict depends on besides the rule and the moment: rows with equal keys share
+    # one verdict (a full trace of 10,000 records words a rule like `stores` a few times, and its
+    # JSON is written once per verdict); None for rules whose verdict is each row's own
+    key: Callable[[int], Hashable] | None = None
+    _shared: dict[Hashable, Verdict] = field(default_factory=dict, repr=False)
+
+    def verdict(self, row: int) -> Verdict:
+        """One row's verdict (the same object for rows with equal keys)."""
+        if self.key is None:
+            return self.explain(row)
+        key = self.key(row)
+        found = self._shared.get(key)
+        if found is None:
+            found = self._shared[key] = self.explain(row)
+        return found
 
     def reason_of(self, row: int) -> str:
         """The reason of one row's verdict."""
-        return self.reason(row) if self.reason is not None else self.explain(row).reason
+        return self.reason(row) if self.reason is not None else self.verdict(row).reason
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,11 +125,11 @@ class Judgement:
 
     def verdicts(self, row: int) -> RecordVerdicts:
         """The verdicts on one row's record, every rule in evaluation order."""
-        return RecordVerdicts(self.columns.records[row], tuple(m.explain(row) for m in self.masks))
+        return RecordVerdicts(self.columns.records[row], tuple(m.verdict(row) for m in self.masks))
 
     def deciding_verdict(self, row: int) -> Verdict:
         """The first failing verdict of an excluded row."""
-        return self.masks[int(self.deciding[row])].explain(row)
+        return self.masks[int(self.deciding[row])].verdict(row)
 
     def deciding_reason(self, row: int) -> tuple[str, str]:
         """The first failing rule of an excluded row, and its reason."""
