@@ -270,17 +270,23 @@ class Outcomes:
         judgement = self.prep.judgement
         instance_row = np.full(len(judgement.eligible), -1)
         instance_row[self.prep.eligible] = np.arange(len(self.prep.eligible))
-        for position, item, row in self._walk(eligible=self.trace_mode == "full"):
+        shown = list(self._walk(eligible=self.trace_mode == "full"))
+        # every rule's verdicts on the shown rows at once (rows that share a verdict share one
+        # object), and the eligible rows' allocations
+        verdicts = iter(judgement.verdict_rows([row for _, _, row in shown if row is not None]))
+        eligible = [row for _, _, row in shown if row is not None and judgement.eligible[row]]
+        allocations = iter(self.allocations.of_rows(instance_row[eligible].tolist()))
+        for position, item, row in shown:
             if row is None:
                 evidence = {"location": item.error.location.render(), "path": item.error.path}
                 invalid = Verdict("invalid", False, item.error.message, evidence)
                 yield TraceEntry(item.id, position, "excluded", (invalid,))
             elif not judgement.eligible[row]:
-                yield TraceEntry(item.id, position, "excluded", judgement.verdicts(row).verdicts)
+                yield TraceEntry(item.id, position, "excluded", next(verdicts))
             else:
-                allocation = self.allocations[int(instance_row[row])]
+                allocation = next(allocations)
                 outcome_name = "selected" if allocation.selected else "dropped"
-                yield TraceEntry(item.id, position, outcome_name, judgement.verdicts(row).verdicts, allocation)
+                yield TraceEntry(item.id, position, outcome_name, next(verdicts), allocation)
 
     def _walk(self, eligible: bool) -> Iterator[tuple[int, Any, int | None]]:
         """(position, record, column row) of the admitted records in input order: the invalid

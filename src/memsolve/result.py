@@ -210,9 +210,13 @@ class VerdictTexts:
 
 
 def _allocation_json(allocation: Allocation) -> str:
+    numbers = [n for o in allocation.offered for n in (o.tokens, o.utility, o.value)]
+    written = _compact(numbers)[1:-1].split(", ")  # the encoder writes them all in one call
+    if len(written) != len(numbers):  # no offer (""), or a value that is not a plain number
+        written = [_number(n) for n in numbers]
     offered = ", ".join(
-        f'{{"level": {_string(o.level)}, "tokens": {_number(o.tokens)}, "utility": {_number(o.utility)}, '
-        f'"value": {_number(o.value)}}}' for o in allocation.offered)
+        f'{{"level": {_string(o.level)}, "tokens": {written[3 * i]}, "utility": {written[3 * i + 1]}, '
+        f'"value": {written[3 * i + 2]}}}' for i, o in enumerate(allocation.offered))
     decided = "" if allocation.decided_by is None else f', "decided_by": {_string(allocation.decided_by)}'
     return f'{{"level": {_string(allocation.level)}, "offered": [{offered}]{decided}}}'
 

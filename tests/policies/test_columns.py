@@ -103,6 +103,8 @@ def test_the_masks_give_the_oracles_verdicts(case) -> None:
     judged = evaluate(policy, admitted.columns, ctx, ceilings)
     oracle = oracle_rules.evaluate(policy, admitted.valid, ctx, ceilings)
     assert len(judged.columns) == len(oracle)
+    # rule by rule over every row (a trace's way) gives each row's verdicts, as row by row does
+    assert judged.verdict_rows(list(range(len(oracle)))) == [expected.verdicts for expected in oracle]
     for row, expected in enumerate(oracle):
         got = judged.verdicts(row)
         assert got.record is expected.record

@@ -11,7 +11,7 @@ a turn decides over arrays and builds verdict objects only for what it shows.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -85,6 +85,13 @@ def evaluate(
     return Judgement.of(columns, tuple(masks))
 
 
+def same(*columns: np.ndarray) -> np.ndarray:
+    """One code per row, equal for rows equal in every column (no NaN in them)."""
+    if len(columns) == 1:
+        return np.unique(columns[0], return_inverse=True)[1].ravel()
+    return np.unique(np.stack(columns, axis=1).astype(np.float64), axis=0, return_inverse=True)[1].ravel()
+
+
 def _everyone(cols: Columns) -> np.ndarray:
     return np.ones(len(cols), dtype=bool)
 
@@ -142,7 +149,7 @@ def _tenant(ev: Evaluator, cols: Columns) -> RuleMask:
             return Verdict("tenant", False, f"belongs to tenant `{record.tenant}`, not `{tenant}`", evidence)
         return Verdict("tenant", True, f"belongs to tenant `{tenant}`", evidence)
 
-    return RuleMask("tenant", passed, explain, key=lambda row: cols.records[row].tenant)
+    return RuleMask("tenant", passed, explain, shared_by=lambda: cols.tenant.codes)
 
 
 def _stores(rule: StoresRule, cols: Columns) -> RuleMask:
@@ -158,7 +165,7 @@ def _stores(rule: StoresRule, cols: Columns) -> RuleMask:
         return Verdict(rule.id, True, f"store `{record.store}` is allowed", evidence)
 
     return RuleMask(rule.id, cols.memo(("stores", tuple(allow)), lambda: cols.store.isin(allow)), explain,
-                    key=lambda row: cols.records[row].store)
+                    shared_by=lambda: cols.store.codes)
 
 
 def _sessions(ev: Evaluator, rule: SessionsRule, cols: Columns) -> RuleMask:
@@ -184,7 +191,7 @@ def _sessions(ev: Evaluator, rule: SessionsRule, cols: Columns) -> RuleMask:
             return Verdict(rule.id, False, f"from session `{record.session}`, not the current `{current}`", evidence)
         return Verdict(rule.id, True, "from the current session", evidence)
 
-    return RuleMask(rule.id, passed, explain, key=lambda row: cols.records[row].session)
+    return RuleMask(rule.id, passed, explain, shared_by=lambda: cols.session.codes)
 
 
 def _max_age(ev: Evaluator, rule: MaxAgeRule, cols: Columns) -> RuleMask:
@@ -203,7 +210,7 @@ def _max_age(ev: Evaluator, rule: MaxAgeRule, cols: Columns) -> RuleMask:
         return Verdict(rule.id, age <= limit, reason(row), evidence)
 
     return RuleMask(rule.id, ev.ctx.now - cols.timestamp <= limit, explain, reason=reason,
-                    key=lambda row: cols.records[row].timestamp)
+                    shared_by=lambda: cols.memo(("same", "timestamp"), lambda: same(cols.timestamp)))
 
 
 def _freshness(ev: Evaluator, rule: FreshnessRule, cols: Columns) -> RuleMask:
@@ -253,11 +260,11 @@ def _freshness(ev: Evaluator, rule: FreshnessRule, cols: Columns) -> RuleMask:
         }
         return Verdict(rule.id, ttl is None or age <= ttl, worded(ttl, source, age), evidence)
 
-    def key(row: int) -> Hashable:
-        record = cols.records[row]
-        return record.timestamp, record.store, record.ttl_given, record.ttl
+    def shared_by() -> np.ndarray:  # a ttl of its own (null: NaN), else none: its store's or the default
+        own = np.where(cols.ttl_given, np.nan_to_num(cols.ttl, nan=-1.0), -2.0)
+        return cols.memo(("same", "freshness"), lambda: same(cols.timestamp, cols.store.codes, own))
 
-    return RuleMask(rule.id, passed, explain, reason=lambda row: worded(*facts(row)[1:]), key=key)
+    return RuleMask(rule.id, passed, explain, reason=lambda row: worded(*facts(row)[1:]), shared_by=shared_by)
 
 
 _NO_VERSION = -3  # the code of "no known current version": equal to no record's version
@@ -296,11 +303,8 @@ def _version_authority(ev: Evaluator, rule: VersionAuthorityRule, cols: Columns)
             )
         return Verdict(rule.id, True, f"authority bound to the current version {current}", evidence)
 
-    def key(row: int) -> Hashable:
-        record = cols.records[row]
-        return record.authority, record.document, record.version
-
-    return RuleMask(rule.id, passed, explain, key=key)
+    return RuleMask(rule.id, passed, explain, shared_by=lambda: cols.memo(
+        ("same", "version"), lambda: same(cols.authority, cols.document.codes, cols.version.codes)))
 
 
 def _latest_key(rule: LatestKeyRule, cols: Columns) -> RuleMask:

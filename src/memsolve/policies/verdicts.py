@@ -6,7 +6,7 @@ may still take), and :func:`number`, the way numbers are written into evidence.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,21 +83,30 @@ class RuleMask:
     # the reason alone (``explain(row).reason`` without the evidence): what a result's list of
     # excluded records shows, for a million rows at most; rules that exclude many give one
     reason: Callable[[int], str] | None = None
-    # what a row's verdict depends on besides the rule and the moment: rows with equal keys share
-    # one verdict (a full trace of 10,000 records words a rule like `stores` a few times, and its
-    # JSON is written once per verdict); None for rules whose verdict is each row's own
-    key: Callable[[int], Hashable] | None = None
-    _shared: dict[Hashable, Verdict] = field(default_factory=dict, repr=False)
+    # what a row's verdict depends on besides the rule and the moment, as codes (built on first
+    # use): rows with equal codes share one verdict, so a full trace of 10,000 records words a
+    # rule like `stores` a few times and writes its JSON once; None where each row's is its own
+    shared_by: Callable[[], np.ndarray] | None = None
+    _shared: dict[int, Verdict] = field(default_factory=dict, repr=False)
+    _codes: list[np.ndarray] = field(default_factory=list, repr=False)
 
     def verdict(self, row: int) -> Verdict:
-        """One row's verdict (the same object for rows with equal keys)."""
-        if self.key is None:
-            return self.explain(row)
-        key = self.key(row)
-        found = self._shared.get(key)
-        if found is None:
-            found = self._shared[key] = self.explain(row)
-        return found
+        """One row's verdict (the same object for rows that share one)."""
+        return self.explain(row) if self.shared_by is None else self.verdicts_of([row])[0]
+
+    def verdicts_of(self, rows: list[int]) -> list[Verdict]:
+        """The verdicts of these rows, in order."""
+        if self.shared_by is None:
+            return [self.explain(row) for row in rows]
+        if not self._codes:
+            self._codes.append(self.shared_by())
+        shared, out = self._shared, []
+        for row, code in zip(rows, self._codes[0][rows].tolist(), strict=True):
+            found = shared.get(code)
+            if found is None:
+                found = shared[code] = self.explain(row)
+            out.append(found)
+        return out
 
     def reason_of(self, row: int) -> str:
         """The reason of one row's verdict."""
@@ -126,6 +135,10 @@ class Judgement:
     def verdicts(self, row: int) -> RecordVerdicts:
         """The verdicts on one row's record, every rule in evaluation order."""
         return RecordVerdicts(self.columns.records[row], tuple(m.verdict(row) for m in self.masks))
+
+    def verdict_rows(self, rows: list[int]) -> list[tuple[Verdict, ...]]:
+        """Every verdict on each of these rows (as :meth:`verdicts`), built rule by rule."""
+        return list(zip(*(m.verdicts_of(rows) for m in self.masks), strict=True)) if rows else []
 
     def deciding_verdict(self, row: int) -> Verdict:
         """The first failing verdict of an excluded row."""

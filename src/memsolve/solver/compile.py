@@ -208,6 +208,17 @@ class Allocations(Sequence[Allocation]):
     def __iter__(self) -> Iterator[Allocation]:
         return (self[row] for row in range(len(self)))
 
+    def of_rows(self, rows: list[int]) -> list[Allocation]:
+        """The allocations of these rows (``[self[r] for r in rows]``), the missing ones built
+        together: a full trace reads every row."""
+        missing = [row for row in rows if row not in self._built]
+        if missing:
+            inst, at = self.compiled.instance, np.array(missing)
+            for row, tokens, utility, mask in zip(missing, inst.tokens[at].tolist(), inst.utility[at].tolist(),
+                                                  inst.mask[at].tolist(), strict=True):
+                self._built[row] = self._build(row, tokens, utility, mask)
+        return [self._built[row] for row in rows]
+
     def drop_reason(self, row: int) -> str:
         """Why a deleted row was left out (worded for every deleted row at once, on first use)."""
         if not self._reasons:
@@ -240,13 +251,15 @@ class Allocations(Sequence[Allocation]):
         out[~mask.any(axis=1)] = "no representation offered"
         return out.tolist()
 
-    def _build(self, row: int) -> Allocation:
+    def _build(self, row: int, tokens: list[int] | None = None, utility: list[float] | None = None,
+               mask: list[bool] | None = None) -> Allocation:
+        """The row's allocation (its instance rows as lists, when the caller has them)."""
         compiled, inst = self.compiled, self.compiled.instance
-        tokens, utility, mask = inst.tokens[row].tolist(), inst.utility[row].tolist(), inst.mask[row].tolist()
-        offered = tuple(
-            Offer(compiled.levels[j], tokens[j], utility[j], utility[j] - inst.price * tokens[j])
-            for j in range(inst.k) if mask[j]
-        )
+        if tokens is None or utility is None or mask is None:
+            tokens, utility, mask = inst.tokens[row].tolist(), inst.utility[row].tolist(), inst.mask[row].tolist()
+        price, levels = inst.price, compiled.levels
+        offered = tuple([Offer(levels[j], tokens[j], utility[j], utility[j] - price * tokens[j])
+                         for j, offered in enumerate(mask) if offered])
         j = int(self.choice[row])
         decided = None if self.searched is None else ("search" if self.searched[row] else "bound")
         if j >= 0:
