@@ -138,3 +138,95 @@ def test_a_single_row_and_all_rows_fitting() -> None:
     roomy = solve_arrays(tokens, utility, int(tokens.max(axis=1).sum()))  # everything fits: no LP split
     assert roomy.status == "optimal"
     assert roomy.choice.tolist() == np.argmax(utility, axis=1).tolist()
+
+
+# Found in review: budgets where no allocation fills the room exactly
+
+
+@st.composite
+def near_the_top(draw, max_n: int = 7, max_k: int = 3):
+    """Correlated rows with the budget a few tokens below every row's heaviest level, or tokens that
+    share a factor with a budget that is not a multiple of it (no exact fill: the optimum is below
+    the LP bound and every tied allocation looks alike to the search)."""
+    n = draw(st.integers(1, max_n))
+    k = draw(st.integers(1, max_k))
+    factor = draw(st.sampled_from([1, 1, 2, 3]))
+    tokens = np.array(draw(st.lists(st.integers(1, 15), min_size=n * k, max_size=n * k)), dtype=np.int64)
+    tokens = tokens.reshape(n, k) * factor
+    kind = draw(st.sampled_from(["strongly", "subset-sum", "weakly"]))
+    if kind == "strongly":
+        utility = tokens + float(draw(st.integers(1, 5)))
+    elif kind == "subset-sum":
+        utility = tokens.astype(float)
+    else:
+        noise = draw(st.lists(st.integers(-1, 1), min_size=n * k, max_size=n * k))
+        utility = np.maximum(tokens + np.array(noise, dtype=float).reshape(n, k), 0.0)
+    top = int(tokens.max(axis=1).sum())
+    budget = draw(st.one_of(st.integers(max(top - 4 * factor, 0), top), st.integers(0, top)))
+    return make_instance(tokens, utility, budget)
+
+
+@settings(max_examples=400, deadline=None)
+@given(near_the_top())
+def test_kernel_equals_exhaustive_search_where_no_exact_fill_exists(inst) -> None:
+    scaled = scale(inst)
+    key = tie_key(inst, scaled)
+    expected = max((c for c in feasible_choices(inst) if key(c) is not None), key=key)
+    result = kernel.solve_kernel(inst, scaled)
+    assert result is not None and result.tie_rule
+    assert tuple(result.choice.tolist()) == expected
+
+
+def _pisinger_tokens(n: int, seed: int, r: int, k: int = 5) -> np.ndarray:
+    return np.random.default_rng(seed).integers(1, r + 1, size=(n, k))
+
+
+@pytest.mark.parametrize("kind", ["strongly", "subset-sum"])
+@pytest.mark.parametrize(("n", "seed", "below"), [(150, 1, 1), (200, 3, 2), (200, 7, 3), (200, 8, 3), (300, 7, 1)])
+def test_a_budget_just_below_every_heaviest_level_is_solved_by_the_kernel(kind, n, seed, below) -> None:
+    """The budget `below` tokens under every row at its heaviest level: every level ties at the LP
+    multiplier, the optimum is below the bound when no row loses exactly `below` tokens, and the
+    search cannot prune a state (before: past its state limit, then CP-SAT under its time limit).
+    The loss fill proves the optimum; the dense DP gives the same allocation."""
+    tokens = _pisinger_tokens(n, seed, 1000)
+    utility = tokens + (10.0 if kind == "strongly" else 0.0)
+    inst = make_instance(tokens, utility, int(tokens.max(axis=1).sum()) - below)
+    scaled = scale(inst)
+    result = kernel.solve_kernel(inst, scaled)
+    assert result is not None and result.tie_rule and result.search_states <= 20
+    dense = solve_dp(inst, scaled)
+    assert result.value == dense.scaled_objective and result.choice.tolist() == dense.choice.tolist()
+    answer = solve_arrays(tokens, utility, inst.budget)
+    assert answer.status == "optimal" and answer.bound == answer.objective
+    assert answer.choice.tolist() == dense.choice.tolist()
+
+
+def test_the_optimum_below_the_bound_is_proven_without_the_search() -> None:
+    """Strongly correlated, 200 rows of R = 1000, one token below every heaviest level: no row loses
+    exactly one token, so the optimum is 2 below the bound (before: no answer from the kernel)."""
+    tokens = _pisinger_tokens(200, 3, 1000)
+    inst = make_instance(tokens, tokens + 10.0, int(tokens.max(axis=1).sum()) - 1)
+    scaled = scale(inst)
+    result = kernel.solve_kernel(inst, scaled)
+    assert result is not None and result.tie_rule and result.searched_rows == 0
+    assert round(result.upper_bound) - result.value == 2 * scaled.scale
+    dense = solve_dp(inst, scaled)
+    assert result.choice.tolist() == dense.choice.tolist()
+
+
+@pytest.mark.parametrize("n", [300, 2_000])
+def test_even_tokens_and_an_odd_budget_are_the_instance_halved(n) -> None:
+    """Weakly correlated with every token even and the budget odd: no exact fill, and the search
+    passed its state limit (before: 2,000 rows went to the numpy path). Every allocation's tokens
+    are even, so the capacity is the budget less one, and the allocation is the halved instance's."""
+    tokens = _pisinger_tokens(n, 1, 1000)
+    rng = np.random.default_rng(4)
+    utility = np.maximum(tokens + rng.integers(-10, 11, size=tokens.shape), 1).astype(float)
+    half = int((tokens.min(axis=1).sum() + tokens.max(axis=1).sum()) // 2)
+    doubled = make_instance(2 * tokens, utility, 2 * half + 1)
+    result = kernel.solve_kernel(doubled, scale(doubled))
+    assert result is not None and result.tie_rule
+    plain = make_instance(tokens, utility, half)
+    expected = kernel.solve_kernel(plain, scale(plain))
+    assert result.choice.tolist() == expected.choice.tolist() and result.search_states == expected.search_states
+    assert solve_arrays(2 * tokens, utility, 2 * half + 1).choice.tolist() == expected.choice.tolist()

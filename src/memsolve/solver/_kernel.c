@@ -49,7 +49,8 @@ typedef __int128 i128;
 #define PHASE2_BOUNDED 60000000 /* ... unless its table bounds it by this many (~0.3 s) */
 #define FILL_ROOM 65536        /* the tie fill's DP: room left by the floor, at most */
 #define FILL_SLACK 2048        /* ... and how far its partial sums may stray outside [0, room] */
-#define FILL_WORK 4000000      /* ... and cells it visits */
+#define FILL_WORK 4000000      /* ... and bitset words it writes */
+#define LOSS_WORK 16000000     /* the loss fill's bitset words written, at most */
 #define BITSET_WORDS ((size_t)1 << 22)  /* the tied tail's bitset layers, at most (32 MB) */
 
 typedef struct { int64_t w, v; int32_t parent; int32_t option; } State;
@@ -495,7 +496,7 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
 #define KEEP_BYTES ((size_t)64 << 20)
 enum { W_HULL, W_HULL_W, W_HULL_V, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
        W_CAND, W_GREEDY, W_BAND, W_HULL_EFF, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
-       W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_UTIL, W_SLOTS };
+       W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_UTIL, W_REF, W_LOSS_ALLOC, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
 static Vec ws_states = {NULL, 0, 0, sizeof(State)}, ws_layer_start = {NULL, 0, 0, sizeof(size_t)};
@@ -581,6 +582,20 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     has_alt = scratch(W_HAS_ALT, (size_t)n, 1);
     if (!hull || !hull_w || !hull_v || !hull_eff || !hull_len || !floor_pos || !floor_opt || !inc || !gap || !has_alt) goto done;
 
+    /* 0. every allocation's tokens are a multiple of g, the gcd of the usable levels' tokens: the
+       capacity rounds down to one (an exact fill of the room is otherwise impossible, e.g. even
+       tokens and an odd budget, and the search would have to prove it state by state) */
+    {
+        int64_t g = 0;
+        size_t cells = (size_t)n * (size_t)k;
+        for (size_t j = 0; j < cells && g != 1; j++) {
+            if (!P->usable[j]) continue;
+            int64_t a = P->tokens[j], b = g;
+            while (b) { int64_t t = a % b; a = b; b = t; }
+            g = a;
+        }
+        if (g > 1) P->capacity -= P->capacity % g;
+    }
     /* 1. hulls and increments */
     long on_hull = 0, usable_levels = 0;
     size_t m = 0;
@@ -729,49 +744,208 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
        bound, and the search only has to confirm it. */
     int64_t fill_room = P->capacity - floor_w;
     if (P->p > 0 && fill_room > 0 && fill_room <= FILL_ROOM) {
+        /* a bitset of the sums reached (bit b: lo_x + b tokens moved), shifted once per tied option
+           of each row over the words between the lowest and highest bit set so far; a bit's first
+           reacher (row, option) is recorded as it is set, and the sums a row shifts are those before
+           it (one move per row), so the reachers along the path to the room are distinct rows */
         int64_t lo_x = -FILL_SLACK, hi_x = fill_room + FILL_SLACK;
-        size_t span = (size_t)(hi_x - lo_x) + 1;
+        size_t span = (size_t)(hi_x - lo_x) + 1, words = (span + 63) / 64;
         int32_t *from_row = scratch(W_TIE, span, sizeof(int32_t));
         int32_t *from_opt = scratch(W_FILL, span, sizeof(int32_t));
-        int64_t *reached = scratch(W_REACHED, span, sizeof(int64_t));
-        if (!from_row || !from_opt || !reached) goto done;
-        int32_t *reach = from_row - lo_x, *reach_opt = from_opt - lo_x;  /* index: tokens moved */
-        for (size_t x = 0; x < span; x++) from_row[x] = -1;
-        reach[0] = INT32_MAX;  /* reached by no move */
-        reached[0] = 0;
-        size_t n_reached = 1, work = 0;
-        for (size_t c = 0; c < n_cand && reach[fill_room] < 0 && work < FILL_WORK; c++) {
-            Py_ssize_t r = cand[c].row;
-            if (gap[r] != 0) continue;
-            int32_t f = floor_opt[r];
-            int64_t fw = option_w(P, r, f);
-            i128 best = reduced(P, fw, option_v(P, r, f));
-            size_t before = n_reached;  /* sums reached by earlier rows: one move per row */
-            for (Py_ssize_t o = 0; o <= k; o++) {
+        uint64_t *now = scratch(W_REACHED, 2 * words, sizeof(uint64_t));
+        if (!from_row || !from_opt || !now) goto done;
+        uint64_t *before = now + words;
+        memset(now, 0, words * sizeof(uint64_t));
+        int64_t zero = -lo_x, target = fill_room - lo_x;  /* bit positions of 0 and of the room */
+        now[zero / 64] |= (uint64_t)1 << (zero % 64);
+        int64_t w_lo = zero / 64, w_hi = zero / 64;  /* words holding set bits */
+        /* rows in candidate order, alternating between rows that can move up (take tokens) and
+           rows that can only move down: the room needs both kinds, and one kind may be rare (a
+           budget near the top: only the rows the floor could not raise can take tokens) */
+        size_t cursor[2] = {0, 0}, work = 0;
+        int side = 0, hit = 0, exhausted[2] = {0, 0};
+        while (!hit && work < FILL_WORK && !(exhausted[0] && exhausted[1])) {
+            if (exhausted[side]) side ^= 1;
+            /* the next row of this side: gap 0 and a tied move up (side 0) or only down (side 1) */
+            Py_ssize_t r = -1;
+            int32_t f = 0;
+            int64_t fw = 0;
+            i128 best = 0;
+            while (cursor[side] < n_cand) {
+                Py_ssize_t row = cand[cursor[side]++].row;
+                if (gap[row] != 0) continue;
+                int32_t ff = floor_opt[row];
+                int64_t ffw = option_w(P, row, ff);
+                i128 bb = reduced(P, ffw, option_v(P, row, ff));
+                int up = 0, down = 0;
+                for (Py_ssize_t o = 0; o <= k; o++) {
+                    if (o == ff || !option_ok(P, row, o)) continue;
+                    int64_t d = option_w(P, row, o) - ffw;
+                    if (d == 0 || reduced(P, option_w(P, row, o), option_v(P, row, o)) != bb) continue;
+                    if (d > 0) up = 1; else down = 1;
+                }
+                if (side == 0 ? up : down && !up) { r = row; f = ff; fw = ffw; best = bb; break; }
+            }
+            if (r < 0) { exhausted[side] = 1; continue; }
+            side ^= 1;
+            size_t nw = (size_t)(w_hi - w_lo + 1);
+            memcpy(before + w_lo, now + w_lo, nw * sizeof(uint64_t));
+            int64_t new_lo = w_lo, new_hi = w_hi;
+            for (Py_ssize_t o = 0; o <= k && !hit; o++) {
                 if (o == f || !option_ok(P, r, o)) continue;
                 int64_t d = option_w(P, r, o) - fw;
                 if (d == 0 || d > hi_x - lo_x || d < lo_x - hi_x) continue;
                 if (reduced(P, option_w(P, r, o), option_v(P, r, o)) != best) continue;
-                work += before;
-                for (size_t a = 0; a < before; a++) {
-                    int64_t y = reached[a] + d;
-                    if (y < lo_x || y > hi_x || reach[y] >= 0) continue;
-                    reach[y] = (int32_t)r; reach_opt[y] = (int32_t)o;
-                    reached[n_reached++] = y;
+                /* destination words: the source words shifted by d bits, clipped to the span */
+                int64_t d_lo = (w_lo * 64 + d) >= 0 ? (w_lo * 64 + d) / 64 : 0;
+                int64_t d_hi = (w_hi * 64 + 63 + d) / 64;
+                if (d_hi >= (int64_t)words) d_hi = (int64_t)words - 1;
+                if (w_hi * 64 + 63 + d < 0) continue;
+                work += (size_t)(d_hi - d_lo + 1);
+                for (int64_t x = d_lo; x <= d_hi; x++) {
+                    /* bits of `before` at positions x*64 - d .. x*64 - d + 63, within [w_lo, w_hi] */
+                    int64_t off = x * 64 - d - w_lo * 64;
+                    uint64_t shifted = bits_at(before + w_lo, (int64_t)nw, off);
+                    uint64_t fresh = shifted & ~now[x];
+                    if (x == (int64_t)words - 1 && span % 64) fresh &= ((uint64_t)1 << (span % 64)) - 1;
+                    if (!fresh) continue;
+                    now[x] |= fresh;
+                    if (x < new_lo) new_lo = x;
+                    if (x > new_hi) new_hi = x;
+                    while (fresh) {
+                        int bit = __builtin_ctzll(fresh);
+                        fresh &= fresh - 1;
+                        size_t y = (size_t)x * 64 + (size_t)bit;
+                        from_row[y] = (int32_t)r;
+                        from_opt[y] = (int32_t)o;
+                    }
                 }
+                hit = (now[target / 64] >> (target % 64)) & 1;
             }
+            w_lo = new_lo; w_hi = new_hi;
         }
-        if (reach[fill_room] >= 0) {
+        if (hit) {
             memcpy(greedy_opt, floor_opt, sizeof(int32_t) * (size_t)n);
             inc_v = floor_v; inc_w = floor_w;
-            for (int64_t x = fill_room; x != 0;) {
-                Py_ssize_t r = reach[x];
-                int32_t o = reach_opt[x];
+            for (int64_t y = target; y != zero;) {
+                Py_ssize_t r = from_row[y];
+                int32_t o = from_opt[y];
                 int64_t fw = option_w(P, r, floor_opt[r]), fv = option_v(P, r, floor_opt[r]);
                 greedy_opt[r] = o;
                 inc_w += option_w(P, r, o) - fw;
                 inc_v += option_v(P, r, o) - fv;
-                x -= option_w(P, r, o) - fw;
+                y -= option_w(P, r, o) - fw;
+            }
+        }
+    }
+
+    /* Where no incumbent reaches the bound, the loss fill: each row at its heaviest option as good
+       at lambda as its best (the reference; above the capacity by `need` tokens), every other such
+       option a loss of tokens, and a bitset of the losses rows reach (exact: losses only grow, so
+       sums past the window are never needed). The smallest loss L >= need gives the most valuable
+       allocation of options tied at lambda (its value follows from its tokens). When every other
+       option of every row loses more at lambda than that allocation is below the bound, no
+       allocation is worth more, and only those reaching L are worth as much: (V*, W*) is proven
+       without the search, which on such instances (a budget just below every row's heaviest level:
+       no exact fill) cannot prune a state, all of them tying at lambda. */
+    int proven = 0;
+    if (P->p > 0 && (i128)P->q * inc_v < upper) {
+        int32_t *ref = scratch(W_REF, (size_t)n, sizeof(int32_t));
+        if (!ref) goto done;
+        int64_t t_ref = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            int32_t f = floor_opt[i], top = f;
+            int64_t tw = option_w(P, i, f);
+            if (has_alt[i] && gap[i] == 0) {
+                i128 best = reduced(P, tw, option_v(P, i, f));
+                for (Py_ssize_t o = 0; o <= k; o++)
+                    if (option_ok(P, i, o) && option_w(P, i, o) > tw
+                        && reduced(P, option_w(P, i, o), option_v(P, i, o)) == best) {
+                        top = (int32_t)o;
+                        tw = option_w(P, i, o);
+                    }
+            }
+            ref[i] = top;
+            t_ref += tw;
+        }
+        int64_t need = t_ref - P->capacity;
+        if (need > 0 && need <= FILL_ROOM) {
+            int64_t hi_x = need + FILL_SLACK;
+            size_t span = (size_t)hi_x + 1, words = (span + 63) / 64, work = 0;
+            int32_t *from_row = scratch(W_TIE, span, sizeof(int32_t));
+            int32_t *from_opt = scratch(W_FILL, span, sizeof(int32_t));
+            uint64_t *now = scratch(W_REACHED, 2 * words, sizeof(uint64_t));
+            if (!from_row || !from_opt || !now) goto done;
+            uint64_t *before = now + words;
+            memset(now, 0, words * sizeof(uint64_t));
+            now[0] = 1;  /* no loss */
+            int64_t w_hi = 0;  /* the highest word with a bit set */
+            int complete = 1;
+            for (Py_ssize_t i = 0; i < n && !((now[need / 64] >> (need % 64)) & 1); i++) {
+                if (!has_alt[i] || gap[i] != 0) continue;
+                int32_t top = ref[i];
+                int64_t tw = option_w(P, i, top);
+                i128 best = reduced(P, tw, option_v(P, i, top));
+                memcpy(before, now, (size_t)(w_hi + 1) * sizeof(uint64_t));
+                int64_t new_hi = w_hi;
+                for (Py_ssize_t o = 0; o <= k; o++) {
+                    if (o == top || !option_ok(P, i, o)) continue;
+                    int64_t d = tw - option_w(P, i, o);
+                    if (d <= 0 || d > hi_x || reduced(P, option_w(P, i, o), option_v(P, i, o)) != best) continue;
+                    int64_t d_lo = d / 64, d_hi = (w_hi * 64 + 63 + d) / 64;
+                    if (d_hi >= (int64_t)words) d_hi = (int64_t)words - 1;
+                    work += (size_t)(d_hi - d_lo + 1);
+                    for (int64_t x = d_lo; x <= d_hi; x++) {
+                        uint64_t fresh = bits_at(before, w_hi + 1, x * 64 - d) & ~now[x];
+                        if (x == (int64_t)words - 1 && span % 64) fresh &= ((uint64_t)1 << (span % 64)) - 1;
+                        if (!fresh) continue;
+                        now[x] |= fresh;
+                        if (x > new_hi) new_hi = x;
+                        while (fresh) {
+                            int bit = __builtin_ctzll(fresh);
+                            fresh &= fresh - 1;
+                            from_row[x * 64 + bit] = (int32_t)i;
+                            from_opt[x * 64 + bit] = (int32_t)o;
+                        }
+                    }
+                }
+                w_hi = new_hi;
+                if (work > LOSS_WORK) { complete = 0; break; }
+            }
+            int64_t loss = -1;
+            for (int64_t y = need; y <= hi_x && loss < 0; y++)
+                if ((now[y / 64] >> (y % 64)) & 1) loss = y;
+            if (loss >= 0) {
+                /* the allocation: the references, with the losses along the path to `loss` */
+                int64_t *alloc = scratch(W_LOSS_ALLOC, (size_t)n, sizeof(int64_t));
+                if (!alloc) goto done;
+                for (Py_ssize_t i = 0; i < n; i++) alloc[i] = ref[i];
+                for (int64_t y = loss; y != 0;) {
+                    Py_ssize_t r = from_row[y];
+                    int32_t o = from_opt[y];
+                    y -= option_w(P, r, ref[r]) - option_w(P, r, o);
+                    alloc[r] = o;
+                }
+                int64_t lv = 0, lw = 0;
+                for (Py_ssize_t i = 0; i < n; i++) { lv += option_v(P, i, alloc[i]); lw += option_w(P, i, alloc[i]); }
+                if (lw > P->capacity) { rc = 2; goto done; }  /* a bug: the losses miscounted */
+                if (lv > inc_v || (lv == inc_v && lw < inc_w)) {
+                    for (Py_ssize_t i = 0; i < n; i++) greedy_opt[i] = (int32_t)alloc[i];
+                    inc_v = lv; inc_w = lw;
+                }
+                /* the proof: every option not tied at lambda loses more than the bound's slack */
+                i128 slack = upper - (i128)P->q * lv;
+                int beaten = !complete;
+                for (Py_ssize_t i = 0; i < n && !beaten && slack > 0; i++) {
+                    int32_t f = floor_opt[i];
+                    i128 best = reduced(P, option_w(P, i, f), option_v(P, i, f));
+                    for (Py_ssize_t o = 0; o <= k; o++)
+                        if (option_ok(P, i, o)) {
+                            i128 r = reduced(P, option_w(P, i, o), option_v(P, i, o));
+                            if (r != best && best - r <= slack) { beaten = 1; break; }
+                        }
+                }
+                proven = !beaten && inc_v == lv && inc_w == lw;
             }
         }
     }
@@ -785,7 +959,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     long inc_layer = -1;  /* the incumbent: -1 the greedy allocation, else a state's layer */
     int32_t inc_parent = -1, inc_option = -1;
     size_t layers = 0, generated = 1;
-    for (size_t c = 0;; c++) {
+    for (size_t c = 0; !proven; c++) {
         if (c == sorted) {
             if (sorted == n_cand) break;
             sorted = extend_sorted(cand, sorted, &n_cand, gap, upper - (i128)P->q * inc_v);
