@@ -496,7 +496,7 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
 #define KEEP_BYTES ((size_t)64 << 20)
 enum { W_HULL, W_HULL_W, W_HULL_V, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
        W_CAND, W_GREEDY, W_BAND, W_HULL_EFF, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
-       W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_UTIL, W_REF, W_LOSS_ALLOC, W_SLOTS };
+       W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_UTIL, W_REF, W_LOSS_ALLOC, W_ROW_BEST, W_TIED_MASK, W_KEEP_MASK, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
 static Vec ws_states = {NULL, 0, 0, sizeof(State)}, ws_layer_start = {NULL, 0, 0, sizeof(size_t)};
@@ -650,7 +650,10 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     /* each row's best value at lambda, its gap to the next best option, and the increments
        around its reference, ranked for Pisinger's bound */
     searched = scratch(W_SEARCHED, (size_t)n, 1);
-    if (!searched) goto done;
+    /* each row's best reduced value, and the options exactly as good (bit o: option o) */
+    i128 *row_best = scratch(W_ROW_BEST, (size_t)n, sizeof(i128));
+    uint64_t *tied = scratch(W_TIED_MASK, (size_t)n, sizeof(uint64_t));
+    if (!searched || !row_best || !tied) goto done;
     memset(searched, 0, (size_t)n);
     memset(&rank_next, 0, sizeof rank_next);
     memset(&rank_prev, 0, sizeof rank_prev);
@@ -664,8 +667,10 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         floor_v += fv;
         i128 best = reduced(P, fw, fv);
         upper += best;
+        row_best[i] = best;
         i128 second = 0;
         int any = 0;
+        uint64_t mask = (uint64_t)1 << f;
         const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
         const uint8_t *ok = P->usable + i * k;
         for (Py_ssize_t o = 0; o < k; o++) {
@@ -673,11 +678,14 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             i128 r = reduced(P, tw[o], tv[o]);
             if (!any || r > second) second = r;
             any = 1;
+            mask |= (uint64_t)(r == best) << o;
         }
         if (f != k) {  /* delete is an option of every row */
             if (!any || second < 0) second = 0;
             any = 1;
+            mask |= (uint64_t)(best == 0) << k;
         }
+        tied[i] = mask;
         has_alt[i] = (unsigned char)any;
         gap[i] = any ? best - second : 0;
         if (t + 1 < hull_len[i]) {
@@ -770,21 +778,18 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             Py_ssize_t r = -1;
             int32_t f = 0;
             int64_t fw = 0;
-            i128 best = 0;
             while (cursor[side] < n_cand) {
                 Py_ssize_t row = cand[cursor[side]++].row;
                 if (gap[row] != 0) continue;
                 int32_t ff = floor_opt[row];
                 int64_t ffw = option_w(P, row, ff);
-                i128 bb = reduced(P, ffw, option_v(P, row, ff));
                 int up = 0, down = 0;
-                for (Py_ssize_t o = 0; o <= k; o++) {
-                    if (o == ff || !option_ok(P, row, o)) continue;
-                    int64_t d = option_w(P, row, o) - ffw;
-                    if (d == 0 || reduced(P, option_w(P, row, o), option_v(P, row, o)) != bb) continue;
-                    if (d > 0) up = 1; else down = 1;
+                for (uint64_t m = tied[row] & ~((uint64_t)1 << ff); m; m &= m - 1) {
+                    int64_t d = option_w(P, row, __builtin_ctzll(m)) - ffw;
+                    up |= d > 0;
+                    down |= d < 0;
                 }
-                if (side == 0 ? up : down && !up) { r = row; f = ff; fw = ffw; best = bb; break; }
+                if (side == 0 ? up : down && !up) { r = row; f = ff; fw = ffw; break; }
             }
             if (r < 0) { exhausted[side] = 1; continue; }
             side ^= 1;
@@ -792,10 +797,9 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             memcpy(before + w_lo, now + w_lo, nw * sizeof(uint64_t));
             int64_t new_lo = w_lo, new_hi = w_hi;
             for (Py_ssize_t o = 0; o <= k && !hit; o++) {
-                if (o == f || !option_ok(P, r, o)) continue;
+                if (o == f || !((tied[r] >> o) & 1)) continue;
                 int64_t d = option_w(P, r, o) - fw;
                 if (d == 0 || d > hi_x - lo_x || d < lo_x - hi_x) continue;
-                if (reduced(P, option_w(P, r, o), option_v(P, r, o)) != best) continue;
                 /* destination words: the source words shifted by d bits, clipped to the span */
                 int64_t d_lo = (w_lo * 64 + d) >= 0 ? (w_lo * 64 + d) / 64 : 0;
                 int64_t d_hi = (w_hi * 64 + 63 + d) / 64;
@@ -850,23 +854,23 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
        no exact fill) cannot prune a state, all of them tying at lambda. */
     int proven = 0;
     if (P->p > 0 && (i128)P->q * inc_v < upper) {
+        /* rows with tied alternatives have gap 0 and are all candidates: the references differ from
+           the floor only there */
         int32_t *ref = scratch(W_REF, (size_t)n, sizeof(int32_t));
         if (!ref) goto done;
-        int64_t t_ref = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            int32_t f = floor_opt[i], top = f;
-            int64_t tw = option_w(P, i, f);
-            if (has_alt[i] && gap[i] == 0) {
-                i128 best = reduced(P, tw, option_v(P, i, f));
-                for (Py_ssize_t o = 0; o <= k; o++)
-                    if (option_ok(P, i, o) && option_w(P, i, o) > tw
-                        && reduced(P, option_w(P, i, o), option_v(P, i, o)) == best) {
-                        top = (int32_t)o;
-                        tw = option_w(P, i, o);
-                    }
+        memcpy(ref, floor_opt, sizeof(int32_t) * (size_t)n);
+        int64_t t_ref = floor_w;
+        for (size_t c = 0; c < n_cand; c++) {
+            Py_ssize_t i = cand[c].row;
+            if (gap[i] != 0) continue;
+            int32_t top = floor_opt[i];
+            int64_t tw = option_w(P, i, top), fw = tw;
+            for (uint64_t m = tied[i]; m; m &= m - 1) {
+                int o = __builtin_ctzll(m);
+                if (option_w(P, i, o) > tw) { top = (int32_t)o; tw = option_w(P, i, o); }
             }
             ref[i] = top;
-            t_ref += tw;
+            t_ref += tw - fw;
         }
         int64_t need = t_ref - P->capacity;
         if (need > 0 && need <= FILL_ROOM) {
@@ -881,17 +885,17 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             now[0] = 1;  /* no loss */
             int64_t w_hi = 0;  /* the highest word with a bit set */
             int complete = 1;
-            for (Py_ssize_t i = 0; i < n && !((now[need / 64] >> (need % 64)) & 1); i++) {
-                if (!has_alt[i] || gap[i] != 0) continue;
+            for (size_t c = 0; c < n_cand && !((now[need / 64] >> (need % 64)) & 1); c++) {
+                Py_ssize_t i = cand[c].row;
+                if (gap[i] != 0) continue;
                 int32_t top = ref[i];
                 int64_t tw = option_w(P, i, top);
-                i128 best = reduced(P, tw, option_v(P, i, top));
                 memcpy(before, now, (size_t)(w_hi + 1) * sizeof(uint64_t));
                 int64_t new_hi = w_hi;
                 for (Py_ssize_t o = 0; o <= k; o++) {
-                    if (o == top || !option_ok(P, i, o)) continue;
+                    if (o == top || !((tied[i] >> o) & 1)) continue;
                     int64_t d = tw - option_w(P, i, o);
-                    if (d <= 0 || d > hi_x || reduced(P, option_w(P, i, o), option_v(P, i, o)) != best) continue;
+                    if (d <= 0 || d > hi_x) continue;
                     int64_t d_lo = d / 64, d_hi = (w_hi * 64 + 63 + d) / 64;
                     if (d_hi >= (int64_t)words) d_hi = (int64_t)words - 1;
                     work += (size_t)(d_hi - d_lo + 1);
@@ -917,32 +921,34 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
                 if ((now[y / 64] >> (y % 64)) & 1) loss = y;
             if (loss >= 0) {
                 /* the allocation: the references, with the losses along the path to `loss` */
-                int64_t *alloc = scratch(W_LOSS_ALLOC, (size_t)n, sizeof(int64_t));
-                if (!alloc) goto done;
-                for (Py_ssize_t i = 0; i < n; i++) alloc[i] = ref[i];
-                for (int64_t y = loss; y != 0;) {
+                for (int64_t y = loss; y != 0;) {  /* ref becomes the allocation */
                     Py_ssize_t r = from_row[y];
                     int32_t o = from_opt[y];
                     y -= option_w(P, r, ref[r]) - option_w(P, r, o);
-                    alloc[r] = o;
+                    ref[r] = o;
                 }
-                int64_t lv = 0, lw = 0;
-                for (Py_ssize_t i = 0; i < n; i++) { lv += option_v(P, i, alloc[i]); lw += option_w(P, i, alloc[i]); }
+                int64_t lv = floor_v, lw = floor_w;
+                for (size_t c = 0; c < n_cand; c++) {
+                    Py_ssize_t i = cand[c].row;
+                    lv += option_v(P, i, ref[i]) - option_v(P, i, floor_opt[i]);
+                    lw += option_w(P, i, ref[i]) - option_w(P, i, floor_opt[i]);
+                }
                 if (lw > P->capacity) { rc = 2; goto done; }  /* a bug: the losses miscounted */
                 if (lv > inc_v || (lv == inc_v && lw < inc_w)) {
-                    for (Py_ssize_t i = 0; i < n; i++) greedy_opt[i] = (int32_t)alloc[i];
+                    memcpy(greedy_opt, ref, sizeof(int32_t) * (size_t)n);
                     inc_v = lv; inc_w = lw;
                 }
-                /* the proof: every option not tied at lambda loses more than the bound's slack */
+                /* the proof: every option not tied at lambda loses more than the bound's slack (rows
+                   outside the candidates lose more than that at every other option: their gap) */
                 i128 slack = upper - (i128)P->q * lv;
                 int beaten = !complete;
-                for (Py_ssize_t i = 0; i < n && !beaten && slack > 0; i++) {
-                    int32_t f = floor_opt[i];
-                    i128 best = reduced(P, option_w(P, i, f), option_v(P, i, f));
+                for (size_t c = 0; c < n_cand && !beaten && slack > 0; c++) {
+                    Py_ssize_t i = cand[c].row;
                     for (Py_ssize_t o = 0; o <= k; o++)
-                        if (option_ok(P, i, o)) {
-                            i128 r = reduced(P, option_w(P, i, o), option_v(P, i, o));
-                            if (r != best && best - r <= slack) { beaten = 1; break; }
+                        if (option_ok(P, i, o) && !((tied[i] >> o) & 1)
+                            && row_best[i] - reduced(P, option_w(P, i, o), option_v(P, i, o)) <= slack) {
+                            beaten = 1;
+                            break;
                         }
                 }
                 proven = !beaten && inc_v == lv && inc_w == lw;
@@ -1025,25 +1031,30 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     for (Py_ssize_t i = 0; i < n; i++) keep[i * (k + 1) + choice[i]] = 1;
     /* bounded_ties < 0: the optimum only, no reduction and no tie rule (what mcknap computes:
        benchmarks/run.py times it for comparison; never an engine's answer) */
+    /* can_match(bound, V*, W*) is bound >= match: a Lagrangian bound at least this allows an
+       allocation worth (V*, W*). An option o of row r stays iff its bound, upper - best_r +
+       reduced(o), reaches it; where match = upper (the optimum is worth the bound) those are the
+       options tied at lambda. keep_mask[r]: the kept options of free row r. */
+    i128 match = (i128)P->q * best_v + (i128)P->p * (P->capacity - best_w);
+    uint64_t *keep_mask = scratch(W_KEEP_MASK, (size_t)n, sizeof(uint64_t));
+    if (!keep_mask) goto done;
     for (size_t c = 0; c < (bounded_ties < 0 ? 0 : n_cand); c++) {
         Py_ssize_t r = cand[c].row;
         if (upper - gap[r] < (i128)P->q * best_v) continue;  /* only its floor level can be optimal */
-        i128 best = reduced(P, option_w(P, r, floor_opt[r]), option_v(P, r, floor_opt[r]));
-        int kept = 0;
-        for (Py_ssize_t o = 0; o <= k; o++) {
-            if (!option_ok(P, r, o)) continue;
-            if (o == choice[r]) { kept++; continue; }
-            i128 bound = upper - best + reduced(P, option_w(P, r, o), option_v(P, r, o));
-            if (can_match(P, bound, best_v, best_w)) {
-                keep[r * (k + 1) + o] = 1;
-                kept++;
-            }
-        }
-        if (kept > 1) {
+        i128 best = row_best[r], least = match - upper + best;  /* the reduced value an option needs */
+        uint64_t km = (uint64_t)1 << choice[r];
+        if (least == best) km |= tied[r];
+        else
+            for (Py_ssize_t o = 0; o <= k; o++)
+                if (option_ok(P, r, o) && reduced(P, option_w(P, r, o), option_v(P, r, o)) >= least)
+                    km |= (uint64_t)1 << o;
+        if (km & (km - 1)) {
+            for (uint64_t m = km; m; m &= m - 1) keep[r * (k + 1) + __builtin_ctzll(m)] = 1;
+            keep_mask[r] = km;
             core[n_free++] = r;
             rest_w -= option_w(P, r, (Py_ssize_t)choice[r]);
             rest_v -= option_v(P, r, (Py_ssize_t)choice[r]);
-        } else {
+        } else if (!((tied[r] >> choice[r]) & 1)) {
             fixed_loss += best - reduced(P, option_w(P, r, choice[r]), option_v(P, r, choice[r]));
         }
     }
@@ -1086,25 +1097,31 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         size_t lead = F;  /* rows the lead reaches: past it the bound allows no option */
         for (size_t j = 0; j < F; j++) {
             Py_ssize_t r = free_rows[j];
-            i128 best = reduced(P, option_w(P, r, floor_opt[r]), option_v(P, r, floor_opt[r]));
-            Py_ssize_t o = 0;
-            for (; o <= k; o++) {
-                if (!keep[r * (k + 1) + o]) continue;
-                i128 bound = lead_bound[j] - best + reduced(P, option_w(P, r, o), option_v(P, r, o));
-                if (can_match(P, bound, best_v, best_w)) break;
+            uint64_t km = keep_mask[r];
+            Py_ssize_t o = k + 1;
+            i128 loss = 0;  /* best - reduced(o) */
+            if (!(km & ~tied[r])) {  /* every kept option tied: the bound is lead_bound[j] for each */
+                if (lead_bound[j] >= match) o = __builtin_ctzll(km);
+            } else {
+                i128 best = row_best[r];
+                for (uint64_t m = km; m; m &= m - 1) {
+                    int a = __builtin_ctzll(m);
+                    i128 d = best - reduced(P, option_w(P, r, a), option_v(P, r, a));
+                    if (lead_bound[j] - d >= match) { o = a; loss = d; break; }
+                }
             }
             if (o > k) { lead = j; break; }
             top[j] = (int32_t)o;
             top_w[j + 1] = top_w[j] + option_w(P, r, o);
             top_v[j + 1] = top_v[j] + option_v(P, r, o);
-            lead_bound[j + 1] = lead_bound[j] - best + reduced(P, option_w(P, r, o), option_v(P, r, o));
+            lead_bound[j + 1] = lead_bound[j] - loss;
         }
         min_w[F] = max_w[F] = min_v[F] = max_v[F] = 0;
         for (size_t j = F; j-- > 0;) {
             Py_ssize_t r = free_rows[j];
             int64_t aw = INT64_MAX, bw = INT64_MIN, av = INT64_MAX, bv = INT64_MIN;
-            for (Py_ssize_t o = 0; o <= k; o++) {
-                if (!keep[r * (k + 1) + o]) continue;
+            for (uint64_t m = keep_mask[r]; m; m &= m - 1) {
+                int o = __builtin_ctzll(m);
                 int64_t w = option_w(P, r, o), v = option_v(P, r, o);
                 if (w < aw) aw = w;
                 if (w > bw) bw = w;
@@ -1135,10 +1152,8 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         tied_best[F] = 0;
         for (size_t j = F; j-- > 0;) {
             Py_ssize_t r = free_rows[j];
-            i128 best = reduced(P, option_w(P, r, floor_opt[r]), option_v(P, r, floor_opt[r]));
-            for (Py_ssize_t o = 0; o <= k && all_tied; o++)
-                if (keep[r * (k + 1) + o] && reduced(P, option_w(P, r, o), option_v(P, r, o)) != best) all_tied = 0;
-            tied_best[j] = tied_best[j + 1] + best;
+            if (keep_mask[r] & ~tied[r]) all_tied = 0;
+            tied_best[j] = tied_best[j + 1] + row_best[r];
         }
         size_t L = F;
         for (size_t s = lead + 1; s-- > 0;) {
@@ -1236,8 +1251,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             i128 base = lead_bound[s];  /* the lead before s, every tail row at its best */
             for (size_t j = F; j-- > s;) {
                 Py_ssize_t r = free_rows[j];
-                i128 best = reduced(P, option_w(P, r, floor_opt[r]), option_v(P, r, floor_opt[r]));
-                base -= best;  /* this row's contribution now comes from the state */
+                base -= row_best[r];  /* this row's contribution now comes from the state */
                 size_t from = ps[j + 1], to = pairs.len;
                 size_t count = to - from;
                 Merge merge = {.size = sizeof(Pair), .from = from, .to = to};
