@@ -43,12 +43,14 @@ from .result import (
     Price,
     Result,
     SolverReport,
+    Trace,
     TraceEntry,
     compression_check,
 )
 from .solver import Solution, dp, engines
 from .solver.compile import Allocations, Compiled, compile_rows, level_text
 from .tokens import counter
+from .trace_json import trace_lines
 
 STAGES = ("context", "scope", "admit", "rules", "compile", "solve", "check", "result")
 
@@ -219,7 +221,7 @@ def result(
         dropped=Deferred(outcomes.dropped),
         excluded=Deferred(outcomes.excluded),
         other_tenants=prep.admitted.other_tenants,
-        trace=Deferred(outcomes.trace),
+        trace=Trace(outcomes.trace, outcomes.trace_json),
         compression=None if actions is None else compression_check(actions.original, actions.compressed),
         trace_mode=trace,
     )
@@ -264,12 +266,30 @@ class Outcomes:
                 rule, reason = self.prep.judgement.deciding_reason(row)
                 yield Excluded(item.id, rule, reason, position)
 
+    def _instance_rows(self) -> np.ndarray:
+        """Each column row's row in the instance (-1: not eligible)."""
+        instance_row = np.full(len(self.prep.judgement.eligible), -1)
+        instance_row[self.prep.eligible] = np.arange(len(self.prep.eligible))
+        return instance_row
+
+    @staticmethod
+    def _invalid(position: int, item: InvalidRecord) -> TraceEntry:
+        evidence = {"location": item.error.location.render(), "path": item.error.path}
+        return TraceEntry(item.id, position, "excluded", (Verdict("invalid", False, item.error.message, evidence),))
+
+    def trace_json(self) -> list[str] | None:
+        """The trace entries' JSON, written from the arrays (memsolve.trace_json)."""
+        if self.trace_mode == "none":
+            return []
+        shown = list(self._walk(eligible=self.trace_mode == "full"))
+        return trace_lines(self.prep.judgement, self.allocations, shown, self._instance_rows(),
+                           lambda position, item: self._invalid(position, item).to_json())
+
     def trace(self) -> Iterator[TraceEntry]:
         if self.trace_mode == "none":
             return
         judgement = self.prep.judgement
-        instance_row = np.full(len(judgement.eligible), -1)
-        instance_row[self.prep.eligible] = np.arange(len(self.prep.eligible))
+        instance_row = self._instance_rows()
         shown = list(self._walk(eligible=self.trace_mode == "full"))
         # every rule's verdicts on the shown rows at once (rows that share a verdict share one
         # object), and the eligible rows' allocations
@@ -278,9 +298,7 @@ class Outcomes:
         allocations = iter(self.allocations.of_rows(instance_row[eligible].tolist()))
         for position, item, row in shown:
             if row is None:
-                evidence = {"location": item.error.location.render(), "path": item.error.path}
-                invalid = Verdict("invalid", False, item.error.message, evidence)
-                yield TraceEntry(item.id, position, "excluded", (invalid,))
+                yield self._invalid(position, item)
             elif not judgement.eligible[row]:
                 yield TraceEntry(item.id, position, "excluded", next(verdicts))
             else:
@@ -288,26 +306,19 @@ class Outcomes:
                 outcome_name = "selected" if allocation.selected else "dropped"
                 yield TraceEntry(item.id, position, outcome_name, next(verdicts), allocation)
 
-    def _walk(self, eligible: bool) -> Iterator[tuple[int, Any, int | None]]:
+    def _walk(self, eligible: bool) -> list[tuple[int, Any, int | None]]:
         """(position, record, column row) of the admitted records in input order: the invalid
         ones (row None), the excluded ones and, with ``eligible``, the eligible ones too."""
         judgement = self.prep.judgement
         items = self.prep.admitted.records
         shown_rows = np.arange(len(judgement.eligible)) if eligible else np.flatnonzero(~judgement.eligible)
         at = judgement.columns.index[shown_rows].tolist()  # their positions among the tenant's records
-        rows = iter(zip(at, shown_rows.tolist(), strict=True))
-        next_valid = next(rows, None)
-        invalid = len(judgement.columns) < len(items)
-        for position, item in enumerate(items) if invalid else ():
-            if isinstance(item, InvalidRecord):
-                yield position, item, None
-            elif next_valid is not None and next_valid[0] == position:
-                yield position, item, next_valid[1]
-                next_valid = next(rows, None)
-        while not invalid and next_valid is not None:
-            position, row = next_valid
-            yield position, items[position], row
-            next_valid = next(rows, None)
+        shown: list[tuple[int, Any, int | None]] = list(zip(at, map(items.__getitem__, at), shown_rows.tolist(),
+                                                            strict=True))
+        if len(judgement.columns) == len(items):
+            return shown
+        shown += [(position, item, None) for position, item in enumerate(items) if isinstance(item, InvalidRecord)]
+        return sorted(shown, key=lambda entry: entry[0])
 
 
 # --- running them -----------------------------------------------------------------------

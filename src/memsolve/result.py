@@ -85,6 +85,21 @@ class Deferred(Sequence[T]):
         return repr(self.items)
 
 
+class Trace(Deferred[T]):
+    """A result's trace entries, built on first use, and a writer of their JSON lines that needs
+    no entry objects (memsolve.trace_json; None where the entries must write it)."""
+
+    __slots__ = ("_lines",)
+
+    def __init__(self, build: Callable[[], Iterable[T]], lines: Callable[[], Sequence[str] | None]) -> None:
+        super().__init__(build)
+        self._lines = lines
+
+    def json_lines(self) -> Sequence[str] | None:
+        """Each entry's JSON, as its ``to_json()`` writes it."""
+        return self._lines()
+
+
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
 # JSONEncoder.encode builds a C encoder per call; a result encodes one per record, so build it once
 # (the same C encoder with the same settings: identical bytes)
@@ -119,19 +134,20 @@ def _rows(value: Any) -> Sequence[str] | None:
 
 def dumps_by_line(data: Mapping[str, Any]) -> str:
     """A mapping as JSON: one key per line, lists of mappings one item per line."""
-    lines = ["{"]
+    parts = ["{\n"]  # joined once at the end: a full trace is megabytes, each copy of it costs
     items = list(data.items())
     for index, (key, value) in enumerate(items):
         comma = "," if index < len(items) - 1 else ""
         rows = _rows(value)
         if rows:
-            lines.append(f"  {_compact(key)}: [")
-            lines.append("    " + ",\n    ".join(rows))
-            lines.append(f"  ]{comma}")
+            parts.append(f"  {_compact(key)}: [\n    ")
+            for row in rows:
+                parts += (row, ",\n    ")
+            parts[-1] = f"\n  ]{comma}\n"
         else:
-            lines.append(f"  {_compact(key)}: {_compact(value)}{comma}")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+            parts.append(f"  {_compact(key)}: {_compact(value)}{comma}\n")
+    parts.append("}\n")
+    return "".join(parts)
 
 
 @dataclass(frozen=True)
@@ -193,7 +209,7 @@ def _number(value: Any) -> str:
 
 class VerdictTexts:
     """Each verdict's JSON, written once per verdict object: rules whose rows share a verdict
-    (RuleMask.key) are written once for a whole trace."""
+    (RuleMask.shared_by) are written once for a whole trace."""
 
     def __init__(self) -> None:
         self._texts: dict[int, tuple[Verdict, str]] = {}  # id → (the verdict, kept alive so no id is reused; its text)
@@ -201,12 +217,16 @@ class VerdictTexts:
     def __call__(self, verdict: Verdict) -> str:
         found = self._texts.get(id(verdict))
         if found is None:
-            passed = verdict.passed
-            text = (f'{{"rule": {_string(verdict.rule)}, "passed": '
-                    f'{"true" if passed is True else "false" if passed is False else _compact(passed)}, '
-                    f'"reason": {_string(verdict.reason)}, "evidence": {_compact(verdict.evidence)}}}')
-            found = self._texts[id(verdict)] = (verdict, text)
+            found = self._texts[id(verdict)] = (verdict, verdict_json(verdict))
         return found[1]
+
+
+def verdict_json(verdict: Verdict) -> str:
+    """``verdict.to_dict()`` as JSON, as the result's encoder writes it."""
+    passed = verdict.passed
+    return (f'{{"rule": {_string(verdict.rule)}, "passed": '
+            f'{"true" if passed is True else "false" if passed is False else _compact(passed)}, '
+            f'"reason": {_string(verdict.reason)}, "evidence": {_compact(verdict.evidence)}}}')
 
 
 def _allocation_json(allocation: Allocation) -> str:
@@ -445,6 +465,9 @@ class Result:
         return out
 
     def _trace_json(self) -> Encoded:
+        lines = self.trace.json_lines() if isinstance(self.trace, Trace) else None
+        if lines is not None:
+            return Encoded(lines)
         write = VerdictTexts()
         return Encoded(t.to_json(write) for t in self.trace)
 

@@ -90,18 +90,25 @@ class RuleMask:
     _shared: dict[int, Verdict] = field(default_factory=dict, repr=False)
     _codes: list[np.ndarray] = field(default_factory=list, repr=False)
 
+    def codes(self) -> np.ndarray | None:
+        """One code per row, equal for rows that share a verdict; None where none do."""
+        if self.shared_by is None:
+            return None
+        if not self._codes:
+            self._codes.append(self.shared_by())
+        return self._codes[0]
+
     def verdict(self, row: int) -> Verdict:
         """One row's verdict (the same object for rows that share one)."""
         return self.explain(row) if self.shared_by is None else self.verdicts_of([row])[0]
 
     def verdicts_of(self, rows: list[int]) -> list[Verdict]:
         """The verdicts of these rows, in order."""
-        if self.shared_by is None:
+        codes = self.codes()
+        if codes is None:
             return [self.explain(row) for row in rows]
-        if not self._codes:
-            self._codes.append(self.shared_by())
         shared, out = self._shared, []
-        for row, code in zip(rows, self._codes[0][rows].tolist(), strict=True):
+        for row, code in zip(rows, codes[rows].tolist(), strict=True):
             found = shared.get(code)
             if found is None:
                 found = shared[code] = self.explain(row)
