@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import memsolve
 from memsolve.policies.verdicts import Verdict
 from memsolve.records import Record
-from memsolve.result import Dropped, Excluded, TraceEntry, VerdictTexts, _compact, dumps_by_line
+from memsolve.result import Dropped, Excluded, TraceEntry, VerdictTexts, json_text, dumps_by_line
 from memsolve.solver.compile import Allocation, Derived, Offer, Repair
 
 _text = st.one_of(st.text(), st.sampled_from(['"', "\\", "\n\t\x00\x1f\x7f", "é\u2028\u2029😀", "</script>", ""]))
@@ -17,8 +17,8 @@ _text = st.one_of(st.text(), st.sampled_from(['"', "\\", "\n\t\x00\x1f\x7f", "é
 @settings(max_examples=500, deadline=None)
 @given(st.one_of(st.none(), _text), _text, _text)
 def test_an_excluded_or_dropped_record_is_written_as_the_encoder_writes_it(rid, rule, reason) -> None:
-    assert Excluded(rid, rule, reason).to_json() == _compact(Excluded(rid, rule, reason).to_dict())
-    assert Dropped(rid, reason).to_json() == _compact(Dropped(rid, reason).to_dict())
+    assert Excluded(rid, rule, reason).to_json() == json_text(Excluded(rid, rule, reason).to_dict())
+    assert Dropped(rid, reason).to_json() == json_text(Dropped(rid, reason).to_dict())
 
 
 _number = st.one_of(st.integers(-(2**70), 2**70), st.floats(allow_nan=False, allow_infinity=False),
@@ -42,8 +42,8 @@ def test_a_trace_entry_is_written_as_the_encoder_writes_it(rid, position, outcom
     verdicts = verdicts + verdicts[:1]  # the same verdict object twice: written once, read from the texts
     entry = TraceEntry(rid, position, outcome, tuple(verdicts), allocation)
     texts = VerdictTexts()
-    assert entry.to_json(texts) == _compact(entry.to_dict())
-    assert entry.to_json(texts) == entry.to_json() == _compact(entry.to_dict())  # remembered texts change nothing
+    assert entry.to_json(texts) == json_text(entry.to_dict())
+    assert entry.to_json(texts) == entry.to_json() == json_text(entry.to_dict())  # remembered texts change nothing
 
 
 def test_to_json_is_the_result_as_a_dict_written_line_by_line() -> None:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 import memsolve
 from memsolve.policies.verdicts import Ceiling
 from memsolve.records import DELETE
-from memsolve.result import Trace, _compact
+from memsolve.result import Trace, json_text
 
 from .policies.test_columns import LEVELS, a_case
 
@@ -30,7 +30,7 @@ def test_the_lines_from_the_arrays_are_the_entries_json(case, trace, engine, dat
         return  # the current session only, and no session given: no result
     assert isinstance(result.trace, Trace)
     lines = result.trace.json_lines()  # before any entry object is built
-    assert lines == [_compact(entry.to_dict()) for entry in result.trace]
+    assert lines == [json_text(entry.to_dict()) for entry in result.trace]
     assert lines == [entry.to_json() for entry in result.trace]
 
 
@@ -48,4 +48,4 @@ def test_derived_utilities_repairs_and_invalid_records_are_written_as_the_entrie
     result = memsolve.solve(policy, memsolve.load_records(items), memsolve.Context(now=4, query="deploy"))
     lines = result.trace.json_lines()
     assert all(any(name in line for line in lines) for name in ('"derived_utility"', '"repairs"', '"invalid"'))
-    assert lines == [_compact(entry.to_dict()) for entry in result.trace]
+    assert lines == [json_text(entry.to_dict()) for entry in result.trace]

@@ -108,17 +108,19 @@ _C_ENCODE = None if json.encoder.c_make_encoder is None else json.encoder.c_make
 )
 
 
-def _compact(value: Any) -> str:
+def json_text(value: Any) -> str:
+    """A value as the result's encoder writes it (``", "`` and ``": "`` between items)."""
     if _C_ENCODE is None or isinstance(value, str):
         return _ENCODER.encode(value)
     return "".join(_C_ENCODE(value, 0))
 
 
 class Encoded(list[str]):
-    """A list of mappings already written as JSON (one per item), as :func:`_compact` would."""
+    """A list of mappings already written as JSON (one per item), as :func:`json_text` would."""
 
 
-def _string(value: str | None) -> str:
+def json_string(value: str | None) -> str:
+    """A string (or None) as the result's encoder writes it."""
     return "null" if value is None else json.encoder.encode_basestring(value)  # the encoder's own
 
 
@@ -128,7 +130,7 @@ def _rows(value: Any) -> Sequence[str] | None:
     if isinstance(value, Encoded):
         return value
     if isinstance(value, list) and all(isinstance(v, dict) for v in value):
-        return [_compact(v) for v in value]
+        return [json_text(v) for v in value]
     return None
 
 
@@ -140,12 +142,12 @@ def dumps_by_line(data: Mapping[str, Any]) -> str:
         comma = "," if index < len(items) - 1 else ""
         rows = _rows(value)
         if rows:
-            parts.append(f"  {_compact(key)}: [\n    ")
+            parts.append(f"  {json_text(key)}: [\n    ")
             for row in rows:
                 parts += (row, ",\n    ")
             parts[-1] = f"\n  ]{comma}\n"
         else:
-            parts.append(f"  {_compact(key)}: {_compact(value)}{comma}\n")
+            parts.append(f"  {json_text(key)}: {json_text(value)}{comma}\n")
     parts.append("}\n")
     return "".join(parts)
 
@@ -177,7 +179,7 @@ class Dropped:
 
     def to_json(self) -> str:
         """``to_dict()`` as JSON, as the result's encoder writes it."""
-        return f'{{"id": {_string(self.id)}, "reason": {_string(self.reason)}}}'
+        return f'{{"id": {json_string(self.id)}, "reason": {json_string(self.reason)}}}'
 
 
 @dataclass(frozen=True)
@@ -194,7 +196,7 @@ class Excluded:
 
     def to_json(self) -> str:
         """``to_dict()`` as JSON, as the result's encoder writes it (a million of them, at most)."""
-        return f'{{"id": {_string(self.id)}, "rule": {_string(self.rule)}, "reason": {_string(self.reason)}}}'
+        return f'{{"id": {json_string(self.id)}, "rule": {json_string(self.rule)}, "reason": {json_string(self.reason)}}}'
 
 
 def _number(value: Any) -> str:
@@ -204,7 +206,7 @@ def _number(value: Any) -> str:
         return int.__repr__(value)
     if kind is float and value - value == 0:  # finite: the encoder refuses the others, and says so
         return float.__repr__(value)
-    return _compact(value)
+    return json_text(value)
 
 
 class VerdictTexts:
@@ -224,21 +226,21 @@ class VerdictTexts:
 def verdict_json(verdict: Verdict) -> str:
     """``verdict.to_dict()`` as JSON, as the result's encoder writes it."""
     passed = verdict.passed
-    return (f'{{"rule": {_string(verdict.rule)}, "passed": '
-            f'{"true" if passed is True else "false" if passed is False else _compact(passed)}, '
-            f'"reason": {_string(verdict.reason)}, "evidence": {_compact(verdict.evidence)}}}')
+    return (f'{{"rule": {json_string(verdict.rule)}, "passed": '
+            f'{"true" if passed is True else "false" if passed is False else json_text(passed)}, '
+            f'"reason": {json_string(verdict.reason)}, "evidence": {json_text(verdict.evidence)}}}')
 
 
 def _allocation_json(allocation: Allocation) -> str:
     numbers = [n for o in allocation.offered for n in (o.tokens, o.utility, o.value)]
-    written = _compact(numbers)[1:-1].split(", ")  # the encoder writes them all in one call
+    written = json_text(numbers)[1:-1].split(", ")  # the encoder writes them all in one call
     if len(written) != len(numbers):  # no offer (""), or a value that is not a plain number
         written = [_number(n) for n in numbers]
     offered = ", ".join(
-        f'{{"level": {_string(o.level)}, "tokens": {written[3 * i]}, "utility": {written[3 * i + 1]}, '
+        f'{{"level": {json_string(o.level)}, "tokens": {written[3 * i]}, "utility": {written[3 * i + 1]}, '
         f'"value": {written[3 * i + 2]}}}' for i, o in enumerate(allocation.offered))
-    decided = "" if allocation.decided_by is None else f', "decided_by": {_string(allocation.decided_by)}'
-    return f'{{"level": {_string(allocation.level)}, "offered": [{offered}]{decided}}}'
+    decided = "" if allocation.decided_by is None else f', "decided_by": {json_string(allocation.decided_by)}'
+    return f'{{"level": {json_string(allocation.level)}, "offered": [{offered}]{decided}}}'
 
 
 @dataclass(frozen=True)
@@ -272,16 +274,16 @@ class TraceEntry:
         may remember) each verdict's JSON."""
         write = verdict_text or VerdictTexts()
         rules = ", ".join(write(v) for v in self.rules)
-        text = (f'{{"id": {_string(self.id)}, "position": {_number(self.position)}, '
-                f'"outcome": {_string(self.outcome)}, "rules": [{rules}]')
+        text = (f'{{"id": {json_string(self.id)}, "position": {_number(self.position)}, '
+                f'"outcome": {json_string(self.outcome)}, "rules": [{rules}]')
         a = self.allocation
         if a is None:
             return text + "}"
         text += f', "allocation": {_allocation_json(a)}'
         if a.repairs:
-            text += f', "repairs": {_compact([r.to_dict() for r in a.repairs])}'
+            text += f', "repairs": {json_text([r.to_dict() for r in a.repairs])}'
         if a.derived is not None:
-            text += f', "derived_utility": {_compact(a.derived.to_dict())}'
+            text += f', "derived_utility": {json_text(a.derived.to_dict())}'
         return text + "}"
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .policies.verdicts import Judgement, RuleMask
-from .result import _compact, _string, verdict_json
+from .result import json_text, json_string, verdict_json
 from .solver.compile import Allocations
 
 
@@ -26,7 +26,7 @@ def _strings(values: Sequence[str]) -> np.ndarray:
 
 def _numbers(values: np.ndarray) -> list[str]:
     """Each number as the encoder writes it (one call for them all; finite values only)."""
-    return _compact(values.tolist())[1:-1].split(", ")
+    return json_text(values.tolist())[1:-1].split(", ")
 
 
 def rule_texts(mask: RuleMask, rows: np.ndarray) -> np.ndarray:
@@ -49,7 +49,7 @@ def allocation_texts(allocations: Allocations, rows: np.ndarray) -> list[str] | 
     value = utility - inst.price * tokens
     if not (np.isfinite(utility[offered]).all() and np.isfinite(value[offered]).all()):
         return None
-    names = [_string(level) for level in levels]
+    names = [json_string(level) for level in levels]
     # each offered level's text, then each row's in level order (small strings: numpy joins them)
     at = np.nonzero(offered)
     cells = np.full(tokens.shape, "", dtype=object)
@@ -58,7 +58,7 @@ def allocation_texts(allocations: Allocations, rows: np.ndarray) -> list[str] | 
                      for j, t, u, v in zip(at[1].tolist(), _numbers(tokens[at]), _numbers(utility[at]),
                                            _numbers(value[at]), strict=True)]
     offers = cells.sum(axis=1).tolist() if tokens.shape[1] else [""] * len(rows)
-    names.append(_string("delete"))
+    names.append(json_string("delete"))
     choice = allocations.choice[rows].tolist()
     searched = [None] * len(rows) if allocations.searched is None else allocations.searched[rows].tolist()
     out = []
@@ -70,9 +70,9 @@ def allocation_texts(allocations: Allocations, rows: np.ndarray) -> list[str] | 
             text += "}"
         repairs, derived = compiled.repairs(row), compiled.derived(row)
         if repairs:
-            text += f', "repairs": {_compact([r.to_dict() for r in repairs])}'
+            text += f', "repairs": {json_text([r.to_dict() for r in repairs])}'
         if derived is not None:
-            text += f', "derived_utility": {_compact(derived.to_dict())}'
+            text += f', "derived_utility": {json_text(derived.to_dict())}'
         out.append(text)
     return out
 
@@ -108,6 +108,6 @@ def trace_lines(
             tail = f', "allocation": {next(allocated)}}}'
         else:
             outcome, tail = '"excluded"', "}"
-        lines[i] = (f'{{"id": {_string(item.id)}, "position": {position}, "outcome": {outcome}, '  # type: ignore[attr-defined]
+        lines[i] = (f'{{"id": {json_string(item.id)}, "position": {position}, "outcome": {outcome}, '  # type: ignore[attr-defined]
                     f'"rules": [{rules_text}]{tail}')
     return lines
