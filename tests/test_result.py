@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import memsolve
 from memsolve.policies.verdicts import Verdict
 from memsolve.records import Record
-from memsolve.result import Dropped, Excluded, TraceEntry, VerdictTexts, json_text, dumps_by_line
+from memsolve.result import Dropped, Excluded, TraceEntry, VerdictTexts, dumps_by_line, json_text
 from memsolve.solver.compile import Allocation, Derived, Offer, Repair
 
 _text = st.one_of(st.text(), st.sampled_from(['"', "\\", "\n\t\x00\x1f\x7f", "é\u2028\u2029😀", "</script>", ""]))

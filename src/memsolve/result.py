@@ -196,7 +196,8 @@ class Excluded:
 
     def to_json(self) -> str:
         """``to_dict()`` as JSON, as the result's encoder writes it (a million of them, at most)."""
-        return f'{{"id": {json_string(self.id)}, "rule": {json_string(self.rule)}, "reason": {json_string(self.reason)}}}'
+        return (f'{{"id": {json_string(self.id)}, "rule": {json_string(self.rule)}, '
+                f'"reason": {json_string(self.reason)}}}')
 
 
 def _number(value: Any) -> str:

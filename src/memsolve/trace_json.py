@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .policies.verdicts import Judgement, RuleMask
-from .result import json_text, json_string, verdict_json
+from .result import json_string, json_text, verdict_json
 from .solver.compile import Allocations
 
 
