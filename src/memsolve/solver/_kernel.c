@@ -448,7 +448,49 @@ static int build_hull(const Problem *P, Py_ssize_t i, int32_t *hull, int64_t *hw
         *on_hull += h - 1;
         return h;
     }
+    /* the levels sorted by tokens, then fidelity, as keys (tokens < 2**40, option < 64): where no
+       level is free of tokens, delete (0, 0) comes first, and among levels of equal tokens the
+       most valuable replaces the others on the hull (push_vertex pops a vertex of equal tokens),
+       which is the hull the order (tokens, value descending, fidelity) gives. Small rows are
+       sorted without branches (the tokens of Pisinger's classes come in no order). */
+    uint64_t key[64];
+    int zero = 0;
+    for (Py_ssize_t o = 0; o < k; o++) {
+        if (!ok[o]) continue;
+        zero |= tw[o] == 0;
+        key[m++] = ((uint64_t)tw[o] << 6) | (uint64_t)o;
+    }
+    if (!zero) {
+        if (m <= 8) {
+            for (int pass = 0; pass < m; pass++)
+                for (int a = pass & 1; a + 1 < m; a += 2) {
+                    uint64_t x = key[a], y = key[a + 1];
+                    key[a] = x < y ? x : y;
+                    key[a + 1] = x < y ? y : x;
+                }
+        } else {
+            for (int a = 1; a < m; a++) {
+                uint64_t x = key[a];
+                int b = a - 1;
+                while (b >= 0 && key[b] > x) { key[b + 1] = key[b]; b--; }
+                key[b + 1] = x;
+            }
+        }
+        h = 1;
+        hull[0] = (int32_t)k; hw[0] = 0; hv[0] = 0;
+        int64_t top = 0;
+        for (int a = 0; a < m; a++) {
+            int32_t o = (int32_t)(key[a] & 63);
+            int64_t w = tw[o], v = tv[o];
+            if (v <= top) continue;  /* dominated: a lighter point is worth as much */
+            top = v;
+            h = push_vertex(hull, hw, hv, h, o, w, v);
+        }
+        *on_hull += h - 1;
+        return h;
+    }
     /* delete, then levels from the lowest fidelity up: usually already in token order */
+    m = 0;
     po[0] = (int32_t)k; pw[0] = 0; pv[0] = 0; m = 1;
     for (Py_ssize_t o = k - 1; o >= 0; o--) {
         if (!ok[o]) continue;
