@@ -84,6 +84,11 @@ static inline Increment increment(int64_t ds, int64_t dv) {
     return x;
 }
 
+#ifndef SPLIT_SAMPLES
+#define SPLIT_SAMPLES 64  /* the split's sample of increments */
+#define SPLIT_MARGIN 4    /* ... and how many of them either side of the estimate bound the band */
+#endif
+
 static uint64_t next_random(uint64_t *s) {
     *s ^= *s << 13; *s ^= *s >> 7; *s ^= *s << 17;
     return *s;
@@ -120,22 +125,23 @@ static int split_increment(Increment *inc, size_t m, int64_t cap, int64_t total,
        pass that sums the weight above them and copies out the band between them (usually
        where the split is: the next round works on a few percent of the range) */
     while (hi - lo > 4096) {
-        Increment sample[64];
+        Increment sample[SPLIT_SAMPLES];
         size_t len = hi - lo;
-        for (int a = 0; a < 64; a++) {
+        for (int a = 0; a < SPLIT_SAMPLES; a++) {
             Increment x = inc[lo + next_random(&seed) % len];
             int b = a - 1;
             while (b >= 0 && compare_efficiency(&sample[b], &x) < 0) { sample[b + 1] = sample[b]; b--; }
             sample[b + 1] = x;
         }
         double sample_w = 0.0, need = (double)(cap - taken), seen = 0.0;
-        for (int a = 0; a < 64; a++) sample_w += (double)sample[a].ds;
-        int at = 63;
-        for (int a = 0; a < 64; a++) {
+        for (int a = 0; a < SPLIT_SAMPLES; a++) sample_w += (double)sample[a].ds;
+        int at = SPLIT_SAMPLES - 1;
+        for (int a = 0; a < SPLIT_SAMPLES; a++) {
             seen += (double)sample[a].ds;
             if (seen * (double)total / sample_w > need) { at = a; break; }
         }
-        Increment top = sample[at >= 4 ? at - 4 : 0], bottom = sample[at + 4 <= 63 ? at + 4 : 63];
+        Increment top = sample[at >= SPLIT_MARGIN ? at - SPLIT_MARGIN : 0];
+        Increment bottom = sample[at + SPLIT_MARGIN <= SPLIT_SAMPLES - 1 ? at + SPLIT_MARGIN : SPLIT_SAMPLES - 1];
         int64_t w_above = 0, w_band = 0;
         size_t n_above = 0, n_band = 0;
         for (size_t i = lo; i < hi; i++) {
@@ -537,7 +543,7 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
    workspace serves them all; past KEEP_BYTES it is released after the call. */
 #define KEEP_BYTES ((size_t)64 << 20)
 enum { W_HULL, W_HULL_W, W_HULL_V, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
-       W_CAND, W_GREEDY, W_BAND, W_HULL_EFF, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
+       W_CAND, W_GREEDY, W_BAND, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
        W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_UTIL, W_REF, W_LOSS_ALLOC, W_ROW_BEST, W_TIED_MASK, W_KEEP_MASK, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
@@ -616,13 +622,12 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     hull_len = scratch(W_HULL_LEN, (size_t)n, sizeof(int));
     hull_w = scratch(W_HULL_W, (size_t)n * (size_t)(k + 1), sizeof(int64_t));
     hull_v = scratch(W_HULL_V, (size_t)n * (size_t)(k + 1), sizeof(int64_t));
-    double *hull_eff = scratch(W_HULL_EFF, (size_t)n * (size_t)(k + 1), sizeof(double));  /* into vertex t */
     floor_pos = scratch(W_FLOOR_POS, (size_t)n, sizeof(int));
     floor_opt = scratch(W_FLOOR_OPT, (size_t)n, sizeof(int32_t));
     inc = scratch(W_INC, (size_t)n * (size_t)(k + 1), sizeof(Increment));
     gap = scratch(W_GAP, (size_t)n, sizeof(i128));
     has_alt = scratch(W_HAS_ALT, (size_t)n, 1);
-    if (!hull || !hull_w || !hull_v || !hull_eff || !hull_len || !floor_pos || !floor_opt || !inc || !gap || !has_alt) goto done;
+    if (!hull || !hull_w || !hull_v || !hull_len || !floor_pos || !floor_opt || !inc || !gap || !has_alt) goto done;
 
     /* 0. every allocation's tokens are a multiple of g, the gcd of the usable levels' tokens: the
        capacity rounds down to one (an exact fill of the room is otherwise impossible, e.g. even
@@ -649,7 +654,6 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         hull_len[i] = len;
         for (int t = 1; t < len; t++) {
             inc[m] = increment(hull_w[at + t] - hull_w[at + t - 1], hull_v[at + t] - hull_v[at + t - 1]);
-            hull_eff[at + t] = inc[m].eff;
             total += inc[m].ds;
             m++;
         }
@@ -679,16 +683,6 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         floor_pos[i] = t;
         floor_w += hull_w[at + t];
     }
-    for (Py_ssize_t i = 0; i < n && P->p > 0 && floor_w < P->capacity; i++) {
-        size_t at = (size_t)i * (size_t)(k + 1);
-        int t = floor_pos[i];
-        if (t + 1 >= hull_len[i]) continue;
-        int64_t ds = hull_w[at + t + 1] - hull_w[at + t], dv = hull_v[at + t + 1] - hull_v[at + t];
-        if ((i128)dv * P->q == (i128)P->p * ds && floor_w + ds <= P->capacity) {
-            floor_pos[i] = t + 1;
-            floor_w += ds;
-        }
-    }
     /* each row's best value at lambda, its gap to the next best option, and the increments
        around its reference, ranked for Pisinger's bound */
     searched = scratch(W_SEARCHED, (size_t)n, 1);
@@ -703,6 +697,14 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     for (Py_ssize_t i = 0; i < n; i++) {
         size_t at = (size_t)i * (size_t)(k + 1);
         int t = floor_pos[i];
+        /* the floor's second step (see above), in input order in the same pass */
+        if (P->p > 0 && floor_w < P->capacity && t + 1 < hull_len[i]) {
+            int64_t ds = hull_w[at + t + 1] - hull_w[at + t], dv = hull_v[at + t + 1] - hull_v[at + t];
+            if ((i128)dv * P->q == (i128)P->p * ds && floor_w + ds <= P->capacity) {
+                floor_pos[i] = ++t;
+                floor_w += ds;
+            }
+        }
         int32_t f = hull[at + t];
         floor_opt[i] = f;
         int64_t fw = hull_w[at + t], fv = hull_v[at + t];
@@ -731,11 +733,11 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         has_alt[i] = (unsigned char)any;
         gap[i] = any ? best - second : 0;
         if (t + 1 < hull_len[i]) {
-            Increment x = {hull_w[at + t + 1] - fw, hull_v[at + t + 1] - fv, hull_eff[at + t + 1]};
+            Increment x = increment(hull_w[at + t + 1] - fw, hull_v[at + t + 1] - fv);
             rank_offer(&rank_next, -x.eff, i, x);
         }
         if (t > 0) {
-            Increment x = {fw - hull_w[at + t - 1], fv - hull_v[at + t - 1], hull_eff[at + t]};
+            Increment x = increment(fw - hull_w[at + t - 1], fv - hull_v[at + t - 1]);
             rank_offer(&rank_prev, x.eff, i, x);
         }
     }
