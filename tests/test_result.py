@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import memsolve
 from memsolve.policies.verdicts import Verdict
 from memsolve.records import Record
-from memsolve.result import Dropped, Excluded, TraceEntry, VerdictTexts, dumps_by_line, json_text
+from memsolve.result import Chosen, Dropped, Excluded, TraceEntry, VerdictTexts, dumps_by_line, json_text
 from memsolve.solver.compile import Allocation, Derived, Offer, Repair
 
 _text = st.one_of(st.text(), st.sampled_from(['"', "\\", "\n\t\x00\x1f\x7f", "é\u2028\u2029😀", "</script>", ""]))
@@ -44,6 +44,13 @@ def test_a_trace_entry_is_written_as_the_encoder_writes_it(rid, position, outcom
     texts = VerdictTexts()
     assert entry.to_json(texts) == json_text(entry.to_dict())
     assert entry.to_json(texts) == entry.to_json() == json_text(entry.to_dict())  # remembered texts change nothing
+
+
+@settings(max_examples=300, deadline=None)
+@given(_text, _text, st.integers(0, 2**70), _number, st.one_of(st.none(), _text))
+def test_a_chosen_record_is_written_as_the_encoder_writes_it(rid, level, tokens, utility, text) -> None:
+    chosen = Chosen(rid, level, tokens, utility, text)
+    assert chosen.to_json() == json_text(chosen.to_dict())
 
 
 def test_to_json_is_the_result_as_a_dict_written_line_by_line() -> None:

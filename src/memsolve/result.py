@@ -166,6 +166,12 @@ class Chosen:
         return {"id": self.id, "level": self.level, "tokens": self.tokens, "utility": self.utility,
                 "text": self.text}
 
+    def to_json(self) -> str:
+        """``to_dict()`` as JSON, as the result's encoder writes it."""
+        return (f'{{"id": {json_string(self.id)}, "level": {json_string(self.level)}, '
+                f'"tokens": {_number(self.tokens)}, "utility": {_number(self.utility)}, '
+                f'"text": {json_string(self.text)}}}')
+
 
 @dataclass(frozen=True)
 class Dropped:
@@ -452,7 +458,8 @@ class Result:
             "objective": self.objective,
             "utility": self.utility,
             "tokens_used": self.tokens_used,
-            "selected": [c.to_dict() for c in self.selected],
+            "selected": (Encoded(c.to_json() for c in self.selected) if encoded
+                         else [c.to_dict() for c in self.selected]),
             "dropped": Encoded(d.to_json() for d in self.dropped) if encoded else [d.to_dict() for d in self.dropped],
             "excluded": (Encoded(e.to_json() for e in self.excluded) if encoded
                          else [e.to_dict() for e in self.excluded]),
