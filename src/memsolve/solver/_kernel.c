@@ -1082,9 +1082,15 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     i128 match = (i128)P->q * best_v + (i128)P->p * (P->capacity - best_w);
     uint64_t *keep_mask = scratch(W_KEEP_MASK, (size_t)n, sizeof(uint64_t));
     if (!keep_mask) goto done;
-    for (size_t c = 0; c < (bounded_ties < 0 ? 0 : n_cand); c++) {
-        Py_ssize_t r = cand[c].row;
-        if (upper - gap[r] < (i128)P->q * best_v) continue;  /* only its floor level can be optimal */
+    /* the rows with another option whose gap leaves it a chance are candidates (the candidate list
+       dropped only rows with larger gaps, against smaller incumbents): where they are many, they
+       are visited in input order (memory order, and free rows come out sorted) */
+    int in_order = n_cand > (size_t)n / 16;
+    size_t visit = bounded_ties < 0 ? 0 : in_order ? (size_t)n : n_cand;
+    i128 most_gap = upper - (i128)P->q * best_v;
+    for (size_t c = 0; c < visit; c++) {
+        Py_ssize_t r = in_order ? (Py_ssize_t)c : cand[c].row;
+        if (!has_alt[r] || gap[r] > most_gap) continue;  /* only its floor level can be optimal */
         i128 best = row_best[r], least = match - upper + best;  /* the reduced value an option needs */
         uint64_t km = (uint64_t)1 << choice[r];
         if (least == best) km |= tied[r];
@@ -1105,13 +1111,14 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     int tie_rule = bounded_ties >= 0;
     size_t generated2 = 0, tail_rows = 0;
     if (n_free) {
-        if (n_free > (size_t)n / 16) {  /* many free rows (the correlated classes): input order by one pass */
+        /* free rows in input order: so visited, else by one pass over the marks, or sorted */
+        if (!in_order && n_free > (size_t)n / 64) {
             memset(searched, 0, (size_t)n);  /* phase 1 is over: its marks are free to reuse */
             for (size_t c = 0; c < n_free; c++) searched[core[c]] = 1;
             size_t at = 0;
             for (Py_ssize_t i = 0; i < n; i++)
                 if (searched[i]) core[at++] = i;
-        } else {
+        } else if (!in_order) {
             qsort(core, n_free, sizeof(int64_t), compare_rows);
         }
         const int64_t *free_rows = core;
