@@ -1140,18 +1140,39 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         int64_t *tail = scratch(W_TAIL, 6 * (F + 1), sizeof(int64_t));
         int32_t *top = scratch(W_TOP, F, sizeof(int32_t));
         i128 *lead_bound = scratch(W_LEAD, F + 1, sizeof(i128));
-        if (!tail || !top || !lead_bound) goto done;
+        i128 *tied_best = scratch(W_TIED, F + 1, sizeof(i128));
+        if (!tail || !top || !lead_bound || !tied_best) goto done;
         int64_t *top_w = tail, *top_v = tail + (F + 1), *min_w = tail + 2 * (F + 1), *max_w = tail + 3 * (F + 1),
                 *min_v = tail + 4 * (F + 1), *max_v = tail + 5 * (F + 1);
         top_w[0] = top_v[0] = 0;
         lead_bound[0] = upper - fixed_loss;  /* every free row at its best */
         size_t lead = F;  /* rows the lead reaches: past it the bound allows no option */
+        int all_tied = bounded_ties != 2;  /* 2: the Pareto layers only (tests compare the two) */
+        /* one pass, first to last: the lead, and prefix sums of the window and of the bests, turned
+           into the suffix sums below */
+        min_w[0] = max_w[0] = min_v[0] = max_v[0] = 0;
+        tied_best[0] = 0;
         for (size_t j = 0; j < F; j++) {
             Py_ssize_t r = free_rows[j];
             uint64_t km = keep_mask[r];
+            int tied_row = !(km & ~tied[r]);
+            all_tied &= tied_row;
+            tied_best[j + 1] = tied_best[j] + row_best[r];
+            int64_t aw = INT64_MAX, bw = INT64_MIN, av = INT64_MAX, bv = INT64_MIN;
+            for (uint64_t m = km; m; m &= m - 1) {
+                int o = __builtin_ctzll(m);
+                int64_t w = option_w(P, r, o), v = option_v(P, r, o);
+                aw = w < aw ? w : aw;
+                bw = w > bw ? w : bw;
+                av = v < av ? v : av;
+                bv = v > bv ? v : bv;
+            }
+            min_w[j + 1] = min_w[j] + aw; max_w[j + 1] = max_w[j] + bw;
+            min_v[j + 1] = min_v[j] + av; max_v[j + 1] = max_v[j] + bv;
+            if (lead < F) continue;
             Py_ssize_t o = k + 1;
             i128 loss = 0;  /* best - reduced(o) */
-            if (!(km & ~tied[r])) {  /* every kept option tied: the bound is lead_bound[j] for each */
+            if (tied_row) {  /* every kept option tied: the bound is lead_bound[j] for each */
                 if (lead_bound[j] >= match) o = __builtin_ctzll(km);
             } else {
                 i128 best = row_best[r];
@@ -1161,26 +1182,22 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
                     if (lead_bound[j] - d >= match) { o = a; loss = d; break; }
                 }
             }
-            if (o > k) { lead = j; break; }
+            if (o > k) { lead = j; continue; }
             top[j] = (int32_t)o;
             top_w[j + 1] = top_w[j] + option_w(P, r, o);
             top_v[j + 1] = top_v[j] + option_v(P, r, o);
             lead_bound[j + 1] = lead_bound[j] - loss;
         }
-        min_w[F] = max_w[F] = min_v[F] = max_v[F] = 0;
-        for (size_t j = F; j-- > 0;) {
-            Py_ssize_t r = free_rows[j];
-            int64_t aw = INT64_MAX, bw = INT64_MIN, av = INT64_MAX, bv = INT64_MIN;
-            for (uint64_t m = keep_mask[r]; m; m &= m - 1) {
-                int o = __builtin_ctzll(m);
-                int64_t w = option_w(P, r, o), v = option_v(P, r, o);
-                if (w < aw) aw = w;
-                if (w > bw) bw = w;
-                if (v < av) av = v;
-                if (v > bv) bv = v;
+        /* suffix sums over the free rows j..: the least and most tokens and value of their kept
+           options (the window a suffix can reach), and tied_best[j], the sum of their bests */
+        {
+            int64_t a0 = min_w[F], b0 = max_w[F], c0 = min_v[F], d0 = max_v[F];
+            i128 e0 = tied_best[F];
+            for (size_t j = 0; j <= F; j++) {
+                min_w[j] = a0 - min_w[j]; max_w[j] = b0 - max_w[j];
+                min_v[j] = c0 - min_v[j]; max_v[j] = d0 - max_v[j];
+                tied_best[j] = e0 - tied_best[j];
             }
-            min_w[j] = min_w[j + 1] + aw; max_w[j] = max_w[j + 1] + bw;
-            min_v[j] = min_v[j + 1] + av; max_v[j] = max_v[j + 1] + bv;
         }
         /* The tie rule with an expanding tail. With the first s free rows at the lead, the last
            F - s rows must reach exactly T_s = (room, room_v) - lead(0..s). If they can (the
@@ -1197,15 +1214,6 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
            bitset of the token sums each layer reaches (within the same windows), which gives the
            same levels as the Pareto layers at a bit per state. tied_best[j]: that sum over the
            free rows j.. */
-        i128 *tied_best = scratch(W_TIED, F + 1, sizeof(i128));
-        if (!tied_best) goto done;
-        int all_tied = bounded_ties != 2;  /* 2: the Pareto layers only (tests compare the two) */
-        tied_best[F] = 0;
-        for (size_t j = F; j-- > 0;) {
-            Py_ssize_t r = free_rows[j];
-            if (keep_mask[r] & ~tied[r]) all_tied = 0;
-            tied_best[j] = tied_best[j + 1] + row_best[r];
-        }
         size_t L = F;
         for (size_t s = lead + 1; s-- > 0;) {
             int64_t tw = room - top_w[s], tv = room_v - top_v[s];
