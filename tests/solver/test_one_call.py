@@ -116,7 +116,7 @@ def test_a_binding_count_limit_goes_to_the_priced_path() -> None:
         (lambda t, u: (None, {"max_records": -1}), "max_records must be >= 0"),
         # found in review: past 64 bits the one call raised OverflowError or summed tokens past int64
         (lambda t, u: (None, {"budget": 2**63}), "budget must be an integer >= 0 and <= 2\\*\\*62"),
-        (lambda t, u: (t.__setitem__((0, 0), 2**61), {}), "their sum could pass 2\\*\\*62"),
+        (lambda t, u: (t.__setitem__((0, 0), 2**61), {"budget": 2**61}), "their sum could pass 2\\*\\*62"),
         (lambda t, u: (None, {"price": 10**400}), "price must be a finite number"),
     ],
 )
@@ -136,6 +136,25 @@ def test_numbers_past_64_bits_take_the_python_path_and_get_its_answer(limits) ->
     utility = np.array([[3.0, 1.0], [2.0, 1.5], [1.0, 0.5]])
     assert solver._solve_in_one_call(tokens, utility, 6, **limits) is None
     _same(solve_arrays(tokens, utility, 6, **limits), _by_engine(solver.make_instance(tokens, utility, 6, **limits)))
+
+
+@pytest.mark.parametrize("huge", [2**61, 2**62, 2**63 - 1])
+def test_a_level_past_the_budget_may_take_any_number_of_tokens(huge) -> None:
+    """Found in review: three rows with one level of 2**61 tokens were refused ('their sum could
+    pass 2**62') although no such level fits a budget of 6: only levels that fit are summed."""
+    tokens = np.array([[huge, 2], [4, 1], [3, 3]], dtype=np.int64)
+    utility = np.array([[3.0, 1.0], [2.0, 1.5], [1.0, 0.5]])
+    withheld = np.array([[False, True], [True, True], [True, True]])
+    expected = solve_arrays(tokens, utility, 6, mask=withheld)
+    one = solver._solve_in_one_call(tokens, utility, 6)
+    assert one is not None
+    _same(one, expected)
+    _same(solve_arrays(tokens, utility, 6), expected)
+    _same(_by_engine(solver.make_instance(tokens, utility, 6)), expected)
+    for engine in ("cp-sat", "greedy"):
+        assert solve_arrays(tokens, utility, 6, engine=engine).choice.tolist() == (
+            expected.choice.tolist() if engine == "cp-sat" else solve_arrays(
+                tokens, utility, 6, mask=withheld, engine="greedy").choice.tolist())
 
 
 def test_a_withheld_level_may_hold_any_number() -> None:

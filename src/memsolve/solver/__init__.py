@@ -60,9 +60,11 @@ def make_instance(
         raise InputError(f"utilities must be finite, >= 0 and <= {MAX_UTILITY:g}")
     if isinstance(budget, bool) or int(budget) != budget or not 0 <= budget <= MAX_SUM:
         raise InputError(f"budget must be an integer >= 0 and <= 2**62, got {shown(budget)}")
-    if offered_t.size and t.shape[0] * int(offered_t.max()) > MAX_SUM:
-        # the solvers sum tokens over all rows in 64 bits (README, "Numbers")
-        raise InputError(f"{t.shape[0]:,} rows of up to {int(offered_t.max()):,} tokens: their sum could pass 2**62")
+    # the solvers sum the tokens of levels that fit the budget over all rows in 64 bits (README,
+    # "Numbers"); a level past the budget is never taken, nor summed
+    largest = min(int(offered_t.max()), int(budget)) if offered_t.size else 0
+    if t.shape[0] * largest > MAX_SUM:
+        raise InputError(f"{t.shape[0]:,} rows of up to {largest:,} tokens: their sum could pass 2**62")
     try:
         price = float(price)
     except (TypeError, ValueError, OverflowError):
@@ -132,7 +134,7 @@ def _solve_in_one_call(
         mask = np.ascontiguousarray(mask).view(np.uint8)
     n, k = tokens.shape
     if k > MAX_LEVELS or not 0 <= budget <= MAX_SUM or n > _ONE_CALL_ROWS or (
-            tokens.size and n * int(tokens.max()) > MAX_SUM):  # sums past 64 bits: make_instance says so
+            tokens.size and n * min(int(tokens.max()), budget) > MAX_SUM):  # past 64 bits: make_instance says so
         return None
     count = 1 if max_records is None else max_records + 1
     # as the engine's Job: when the dense DP's table is small it orders massive ties, so the

@@ -629,6 +629,8 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     has_alt = scratch(W_HAS_ALT, (size_t)n, 1);
     if (!hull || !hull_w || !hull_v || !hull_len || !floor_pos || !floor_opt || !inc || !gap || !has_alt) goto done;
 
+    /* the sums of tokens below (of levels that fit the capacity, over all rows) stay in 64 bits */
+    if ((i128)n * P->capacity >= ((i128)1 << 62)) return 1;
     /* 0. every allocation's tokens are a multiple of g, the gcd of the usable levels' tokens: the
        capacity rounds down to one (an exact fill of the room is otherwise impossible, e.g. even
        tokens and an odd budget, and the search would have to prove it state by state) */
