@@ -145,9 +145,10 @@ def test_a_single_row_and_all_rows_fitting() -> None:
 
 @st.composite
 def near_the_top(draw, max_n: int = 7, max_k: int = 3):
-    """Correlated rows with the budget a few tokens below every row's heaviest level, or tokens that
-    share a factor with a budget that is not a multiple of it (no exact fill: the optimum is below
-    the LP bound and every tied allocation looks alike to the search)."""
+    """Correlated rows with the budget a few tokens below every row's heaviest level or around every
+    row's lightest, or tokens that share a factor with a budget that is not a multiple of it (no
+    exact fill: the optimum is below the LP bound and every tied allocation looks alike to the
+    search; the tied fill from the lightest or the heaviest tied options)."""
     n = draw(st.integers(1, max_n))
     k = draw(st.integers(1, max_k))
     factor = draw(st.sampled_from([1, 1, 2, 3]))
@@ -161,12 +162,13 @@ def near_the_top(draw, max_n: int = 7, max_k: int = 3):
     else:
         noise = draw(st.lists(st.integers(-1, 1), min_size=n * k, max_size=n * k))
         utility = np.maximum(tokens + np.array(noise, dtype=float).reshape(n, k), 0.0)
-    top = int(tokens.max(axis=1).sum())
-    budget = draw(st.one_of(st.integers(max(top - 4 * factor, 0), top), st.integers(0, top)))
+    top, bottom = int(tokens.max(axis=1).sum()), int(tokens.min(axis=1).sum())
+    budget = draw(st.one_of(st.integers(max(top - 4 * factor, 0), top), st.integers(0, top),
+                            st.integers(max(bottom - 4 * factor, 0), bottom + 4 * factor)))
     return make_instance(tokens, utility, budget)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(near_the_top())
 def test_kernel_equals_exhaustive_search_where_no_exact_fill_exists(inst) -> None:
     scaled = scale(inst)

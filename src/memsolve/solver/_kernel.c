@@ -889,38 +889,56 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         }
     }
 
-    /* Where no incumbent reaches the bound, the loss fill: each row at its heaviest option as good
-       at lambda as its best (the reference; above the capacity by `need` tokens), every other such
-       option a loss of tokens, and a bitset of the losses rows reach (exact: losses only grow, so
-       sums past the window are never needed). The smallest loss L >= need gives the most valuable
-       allocation of options tied at lambda (its value follows from its tokens). When every other
-       option of every row loses more at lambda than that allocation is below the bound, no
-       allocation is worth more, and only those reaching L are worth as much: (V*, W*) is proven
-       without the search, which on such instances (a budget just below every row's heaviest level:
-       no exact fill) cannot prune a state, all of them tying at lambda. */
+    /* Where no incumbent reaches the bound, the tied fill: allocations of options tied at lambda
+       (each row's best, and any other exactly as good) are worth (sum of bests + p W) / q, so the
+       best of them has the most tokens W within the capacity, a subset sum over the rows with tied
+       alternatives. From a reference of each such row at its lightest tied option (dir 1: gains,
+       the room above them) or its heaviest (dir -1: losses, the tokens above the capacity), every
+       other tied option moves tokens one way, so a bitset of the sums rows reach is exact within
+       its window (sums only grow). When every untied option of every row loses more at lambda
+       than the bound's slack at that allocation, no allocation is worth more and only those with
+       its tokens are worth as much: (V*, W*) is proven without the search, which on such instances
+       (a budget just below every row's heaviest level, or just above every lightest: no exact
+       fill) cannot prune a state, all of them tying at lambda. */
     int proven = 0;
     if (P->p > 0 && (i128)P->q * inc_v < upper) {
         /* rows with tied alternatives have gap 0 and are all candidates: the references differ from
            the floor only there */
-        int32_t *ref = scratch(W_REF, (size_t)n, sizeof(int32_t));
-        if (!ref) goto done;
-        memcpy(ref, floor_opt, sizeof(int32_t) * (size_t)n);
-        int64_t t_ref = floor_w;
+        int64_t t_lo = floor_w, t_hi = floor_w;
         for (size_t c = 0; c < n_cand; c++) {
             Py_ssize_t i = cand[c].row;
             if (gap[i] != 0) continue;
-            int32_t top = floor_opt[i];
-            int64_t tw = option_w(P, i, top), fw = tw;
+            int64_t fw = option_w(P, i, floor_opt[i]), lo = fw, hi = fw;
             for (uint64_t m = tied[i]; m; m &= m - 1) {
-                int o = __builtin_ctzll(m);
-                if (option_w(P, i, o) > tw) { top = (int32_t)o; tw = option_w(P, i, o); }
+                int64_t w = option_w(P, i, __builtin_ctzll(m));
+                lo = w < lo ? w : lo;
+                hi = w > hi ? w : hi;
             }
-            ref[i] = top;
-            t_ref += tw - fw;
+            t_lo += lo - fw;
+            t_hi += hi - fw;
         }
-        int64_t need = t_ref - P->capacity;
-        if (need > 0 && need <= FILL_ROOM) {
-            int64_t hi_x = need + FILL_SLACK;
+        int64_t room = P->capacity - t_lo, need = t_hi - P->capacity;
+        int dir = 0;
+        if (room >= 0 && need <= 0) dir = -1, need = 0;  /* every row at its heaviest tied option fits */
+        else if (room >= 0 && room <= FILL_ROOM && (room <= need || need > FILL_ROOM)) dir = 1;
+        else if (room >= 0 && need <= FILL_ROOM) dir = -1;
+        if (dir) {
+            int32_t *ref = scratch(W_REF, (size_t)n, sizeof(int32_t));
+            if (!ref) goto done;
+            memcpy(ref, floor_opt, sizeof(int32_t) * (size_t)n);
+            for (size_t c = 0; c < n_cand; c++) {
+                Py_ssize_t i = cand[c].row;
+                if (gap[i] != 0) continue;
+                int32_t pick = floor_opt[i];
+                int64_t pw = option_w(P, i, pick);
+                for (uint64_t m = tied[i]; m; m &= m - 1) {
+                    int o = __builtin_ctzll(m);
+                    if (dir * (pw - option_w(P, i, o)) > 0) { pick = (int32_t)o; pw = option_w(P, i, o); }  /* lighter, heavier */
+                }
+                ref[i] = pick;
+            }
+            /* the sums aimed at: dir 1, the room (at most); dir -1, need (at least), within the slack */
+            int64_t goal = dir > 0 ? room : need, hi_x = dir > 0 ? room : need + FILL_SLACK;
             size_t span = (size_t)hi_x + 1, words = (span + 63) / 64, work = 0;
             int32_t *from_row = scratch(W_TIE, span, sizeof(int32_t));
             int32_t *from_opt = scratch(W_FILL, span, sizeof(int32_t));
@@ -928,19 +946,19 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             if (!from_row || !from_opt || !now) goto done;
             uint64_t *before = now + words;
             memset(now, 0, words * sizeof(uint64_t));
-            now[0] = 1;  /* no loss */
+            now[0] = 1;  /* no move */
             int64_t w_hi = 0;  /* the highest word with a bit set */
             int complete = 1;
-            for (size_t c = 0; c < n_cand && !((now[need / 64] >> (need % 64)) & 1); c++) {
+            for (size_t c = 0; c < n_cand && !((now[goal / 64] >> (goal % 64)) & 1); c++) {
                 Py_ssize_t i = cand[c].row;
                 if (gap[i] != 0) continue;
-                int32_t top = ref[i];
-                int64_t tw = option_w(P, i, top);
+                int32_t base = ref[i];
+                int64_t bw = option_w(P, i, base);
                 memcpy(before, now, (size_t)(w_hi + 1) * sizeof(uint64_t));
                 int64_t new_hi = w_hi;
                 for (Py_ssize_t o = 0; o <= k; o++) {
-                    if (o == top || !((tied[i] >> o) & 1)) continue;
-                    int64_t d = tw - option_w(P, i, o);
+                    if (o == base || !((tied[i] >> o) & 1)) continue;
+                    int64_t d = dir * (option_w(P, i, o) - bw);
                     if (d <= 0 || d > hi_x) continue;
                     int64_t d_lo = d / 64, d_hi = (w_hi * 64 + 63 + d) / 64;
                     if (d_hi >= (int64_t)words) d_hi = (int64_t)words - 1;
@@ -962,15 +980,20 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
                 w_hi = new_hi;
                 if (work > LOSS_WORK) { complete = 0; break; }
             }
-            int64_t loss = -1;
-            for (int64_t y = need; y <= hi_x && loss < 0; y++)
-                if ((now[y / 64] >> (y % 64)) & 1) loss = y;
-            if (loss >= 0) {
-                /* the allocation: the references, with the losses along the path to `loss` */
-                for (int64_t y = loss; y != 0;) {  /* ref becomes the allocation */
+            int64_t reached = -1;  /* dir 1: the largest sum within the room; -1: the smallest past need */
+            if (dir > 0) {
+                for (int64_t y = goal; y >= 0 && reached < 0; y--)
+                    if ((now[y / 64] >> (y % 64)) & 1) reached = y;
+            } else {
+                for (int64_t y = goal; y <= hi_x && reached < 0; y++)
+                    if ((now[y / 64] >> (y % 64)) & 1) reached = y;
+            }
+            if (reached >= 0) {
+                /* the allocation: the references, with the moves along the path to `reached` */
+                for (int64_t y = reached; y != 0;) {  /* ref becomes the allocation */
                     Py_ssize_t r = from_row[y];
                     int32_t o = from_opt[y];
-                    y -= option_w(P, r, ref[r]) - option_w(P, r, o);
+                    y -= dir * (option_w(P, r, o) - option_w(P, r, ref[r]));
                     ref[r] = o;
                 }
                 int64_t lv = floor_v, lw = floor_w;
@@ -979,7 +1002,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
                     lv += option_v(P, i, ref[i]) - option_v(P, i, floor_opt[i]);
                     lw += option_w(P, i, ref[i]) - option_w(P, i, floor_opt[i]);
                 }
-                if (lw > P->capacity) { rc = 2; goto done; }  /* a bug: the losses miscounted */
+                if (lw > P->capacity) { rc = 2; goto done; }  /* a bug: the moves miscounted */
                 if (lv > inc_v || (lv == inc_v && lw < inc_w)) {
                     memcpy(greedy_opt, ref, sizeof(int32_t) * (size_t)n);
                     inc_v = lv; inc_w = lw;
