@@ -18,7 +18,12 @@
  *      Ranking) says no completion can beat the incumbent, or tie it with fewer tokens. The
  *      first incumbent is the best of two greedy fills and a tie fill (a subset sum over the
  *      options exactly as good at lambda as the floor's, for the room the floor leaves: where it
- *      fills the room exactly, as on Pisinger's correlated classes, it is worth the bound). The search stops when no state is
+ *      fills the room exactly, as on Pisinger's correlated classes, it is worth the bound). Where
+ *      none reaches the bound, the tied fill finds the best allocation of tied options (a subset
+ *      sum of the tokens moved from each row's lightest or heaviest tied option) and proves it
+ *      when every untied option loses more than the bound's slack there (a budget just below
+ *      every heaviest level: the search could not prune a state). The capacity is first rounded
+ *      down to a multiple of the gcd of the usable tokens. The search stops when no state is
  *      left or the next row's gap exceeds the gap between the bound and the incumbent: no row
  *      outside the core can change, which is the proof of optimality.
  *   4. Phase 2, the tie rule among allocations worth (V*, W*): levels that cannot be in
