@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 import time
 from pathlib import Path
@@ -425,3 +426,25 @@ def test_the_fast_json_path_is_taken_for_plain_records() -> None:
     assert source._fast_loads(text) == json.loads(text)
     assert source._fast_loads('{"a": 1, "a": 2}') is source._UNSURE
     assert source._fast_loads('{"a": 1, "a"  : 2}') is source._UNSURE
+
+
+_SPACED = re.compile(r'"[\n\r][ \t\n\r]*:')
+
+
+def _plain_searches(text: str) -> bool:
+    """The gate as five plain searches (the way it was written before numpy read it)."""
+    return ("\\u0022" in text or "\\u003a" in text or "\\u003A" in text or '" ' in text or '"\t' in text
+            or ('"\n' in text or '"\r' in text) and _SPACED.search(text) is not None)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.text(alphabet=st.sampled_from(['"', " ", "\t", "\n", "\r", ":", "\\", "u", "0", "2", "3", "a", "A",
+                                         "é", "😀", "x", "{", "}"]), max_size=40),
+       st.sampled_from([1, 2, 3, 7, 1 << 24]))
+def test_the_duplicate_key_gate_reads_what_plain_searches_read(text: str, slice_size: int) -> None:
+    before = source._GATE_SLICE
+    source._GATE_SLICE = slice_size  # slice boundaries fall everywhere in short texts
+    try:
+        assert source.may_hide_duplicate_keys(text) == _plain_searches(text)
+    finally:
+        source._GATE_SLICE = before
