@@ -924,7 +924,8 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         }
         int64_t room = P->capacity - t_lo, need = t_hi - P->capacity;
         int dir = 0;
-        if (room >= 0 && need <= 0) dir = -1, need = 0;  /* every row at its heaviest tied option fits */
+        if (t_lo == t_hi) dir = 0;  /* no tied option moves tokens: the floor is all it gives */
+        else if (room >= 0 && need <= 0) dir = -1, need = 0;  /* every row at its heaviest tied option fits */
         else if (room >= 0 && room <= FILL_ROOM && (room <= need || need > FILL_ROOM)) dir = 1;
         else if (room >= 0 && need <= FILL_ROOM) dir = -1;
         if (dir) {
