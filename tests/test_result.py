@@ -62,4 +62,4 @@ def test_to_json_is_the_result_as_a_dict_written_line_by_line() -> None:
     for trace in ("full", "excluded", "none"):
         result = memsolve.solve(policy, memsolve.load_records(items), memsolve.Context(now=12), trace=trace)
         assert result.excluded and result.dropped  # both lists are written item by item
-        assert result.to_json() == dumps_by_line(result.to_dict())
+        assert result.to_json() == dumps_by_line(result.to_dict()) == "".join(result.json_parts())

@@ -22,7 +22,7 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from .errors import InputError, Location
@@ -130,12 +130,13 @@ def write_atomic(path: str | Path, write: Callable[[str], None], *, force: bool 
     _sync_folder(directory)
 
 
-def write_text(path: str | Path, text: str, *, force: bool = False) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically, synced to disk before the rename."""
+def write_text(path: str | Path, text: str | Sequence[str], *, force: bool = False) -> None:
+    """Write ``text`` (UTF-8; or its pieces one after another) to ``path`` atomically, synced to
+    disk before the rename."""
 
     def write(tmp: str) -> None:
         with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            handle.writelines([text] if isinstance(text, str) else text)
             handle.flush()
             os.fsync(handle.fileno())
 

@@ -205,3 +205,18 @@ def test_a_table_prints_ids_and_reasons_as_written_not_as_markup(cli, tmp_path: 
     assert result.exit_code == 0, result.output
     for text in ("[/x]", "[bold]a", "[red]c[/red]"):
         assert text in result.stdout
+
+
+def test_a_large_json_result_is_written_in_pieces_byte_for_byte(cli, tmp_path: Path) -> None:
+    # 3,000 records: a full trace of more pieces than one echo takes, printed and written to --out
+    policy = write(tmp_path, "p.yaml", "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: big}\n"
+                                       "budget: {tokens: 500}\nrules:\n  - max_age: 100\n")
+    records = write(tmp_path, "r.json", [{"id": f"m{i}", "timestamp": i % 300, "tokens": 1 + i % 7,
+                                          "utility": (i % 13) / 4, "text": f"é {i}"} for i in range(3000)])
+    out = tmp_path / "out.json"
+    printed = cli("--policy", policy, "--records", records, "--now", "300", "--format", "json")
+    written = cli("--policy", policy, "--records", records, "--now", "300", "--format", "json", "--out", out)
+    assert printed.exit_code == written.exit_code == 0
+    assert printed.stdout_bytes == out.read_bytes()
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert len(result["trace"]) == 3000 and result["excluded"] and result["selected"]

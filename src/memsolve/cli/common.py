@@ -12,7 +12,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,12 +104,19 @@ def check_outputs(outputs: dict[str, str | None], inputs: Iterable[tuple[str, st
                                  "or one output over another, even with --force", Location(path))
 
 
-def write_output(text: str, out: str | None, force: bool) -> None:
-    """Print, or write ``out`` atomically; never overwrite silently."""
-    if out is None:
+def write_output(text: str | Sequence[str], out: str | None, force: bool) -> None:
+    """Print, or write ``out`` atomically; never overwrite silently. ``text`` may come in pieces
+    (a large result's JSON), written one after another."""
+    if out is not None:
+        write_text(out, text, force=force)
+    elif isinstance(text, str):
         click.echo(text, nl=False)
     else:
-        write_text(out, text, force=force)
+        for start in range(0, len(text), _PIECES):  # a few thousand pieces an echo
+            click.echo("".join(text[start:start + _PIECES]), nl=False)
+
+
+_PIECES = 4096
 
 
 def parse_now(value: str | None) -> Any:

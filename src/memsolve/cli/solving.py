@@ -59,7 +59,7 @@ def solve(inputs: Inputs, context: Context, engine, fmt, out, force, strict, tim
         store = StateStore(state_path)
         result = store.round(policy, records, context, agent=agent, refresh=refresh, dry_run=dry_run, engine=engine,
                              timings=clock, trace=trace_mode)
-    text = clock.time("render", lambda: result.to_json() if fmt == "json" else capture(result_table, result))
+    text = clock.time("render", lambda: result.json_parts() if fmt == "json" else capture(result_table, result))
     write_output(text, out, force)
     if timings:
         click.echo(f"timings: {clock.render()}", err=True)
