@@ -313,27 +313,32 @@ def _latest_key(rule: LatestKeyRule, cols: Columns) -> RuleMask:
     # One sort by (tenant, key, timestamp, input order): the last row of each group wins, so a
     # timestamp tie goes to the later input position.
     winner, tie, passed = cols.memo(("latest",), lambda: _latest(cols))
+    as_lists: list[tuple[list[int], list[bool]]] = []  # winner and tie as lists, on first use: a trace reads many
 
-    def reason(row: int) -> str:
-        record = cols.records[row]
+    def facts(row: int) -> tuple[Record, Record, bool]:
+        """The row's record, its key's latest record, whether that one won a timestamp tie."""
+        if not as_lists:
+            as_lists.append((winner.tolist(), tie.tolist()))
+        winners, ties = as_lists[0]
+        records = cols.records
+        return records[row], records[winners[row]], ties[row]
+
+    def worded(record: Record, best: Record, tied: bool) -> str:
         if record.key is None:
             return "record has no key"
-        best = cols.records[int(winner[row])]
         if best is record:
-            tied = " (timestamp tie won by later input position)" if tie[row] else ""
-            return f"latest for key `{record.key}`{tied}"
-        tied = " (same timestamp; the later input position wins)" if tie[row] else ""
-        return f"superseded by `{best.id}` for key `{record.key}`{tied}"
+            return f"latest for key `{record.key}`{' (timestamp tie won by later input position)' if tied else ''}"
+        tie_note = " (same timestamp; the later input position wins)" if tied else ""
+        return f"superseded by `{best.id}` for key `{record.key}`{tie_note}"
 
     def explain(row: int) -> Verdict:
-        record = cols.records[row]
+        record, best, tied = facts(row)
         if record.key is None:
-            return Verdict(rule.id, True, reason(row), {"key": None})
-        best = cols.records[int(winner[row])]
-        evidence = {"key": record.key, "latest": best.id, "tie": bool(tie[row])}
-        return Verdict(rule.id, best is record, reason(row), evidence)
+            return Verdict(rule.id, True, worded(record, best, tied), {"key": None})
+        evidence = {"key": record.key, "latest": best.id, "tie": tied}
+        return Verdict(rule.id, best is record, worded(record, best, tied), evidence)
 
-    return RuleMask(rule.id, passed, explain, reason=reason)
+    return RuleMask(rule.id, passed, explain, reason=lambda row: worded(*facts(row)))
 
 
 def _latest(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
