@@ -12,6 +12,7 @@ a turn decides over arrays and builds verdict objects only for what it shows.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -198,16 +199,22 @@ def _max_age(ev: Evaluator, rule: MaxAgeRule, cols: Columns) -> RuleMask:
     limit = ev.duration(rule.limit)
     assert limit is not None  # the schema requires a value
 
-    def reason(row: int) -> str:
+    limit_span = ev.span(limit)
+
+    def judged(row: int) -> tuple[bool, Any, str]:
+        """Whether the row is within the limit (inclusive), its age for evidence, the reason."""
         age = ev.ctx.now - cols.records[row].timestamp
+        span = ev.span(age)
         if age <= limit:  # inclusive boundary
-            return f"age {ev.span(age)} is within max age {ev.span(limit)}"
-        return f"age {ev.span(age)} exceeds max age {ev.span(limit)}"
+            return True, span, f"age {span} is within max age {limit_span}"
+        return False, span, f"age {span} exceeds max age {limit_span}"
+
+    def reason(row: int) -> str:
+        return judged(row)[2]
 
     def explain(row: int) -> Verdict:
-        age = ev.ctx.now - cols.records[row].timestamp
-        evidence = {"age": ev.span(age), "max_age": ev.span(limit)}
-        return Verdict(rule.id, age <= limit, reason(row), evidence)
+        within, span, worded = judged(row)
+        return Verdict(rule.id, within, worded, {"age": span, "max_age": limit_span})
 
     return RuleMask(rule.id, ev.ctx.now - cols.timestamp <= limit, explain, reason=reason,
                     shared_by=lambda: cols.memo(("same", "timestamp"), lambda: same(cols.timestamp)))
@@ -242,23 +249,21 @@ def _freshness(ev: Evaluator, rule: FreshnessRule, cols: Columns) -> RuleMask:
             ttl, source = default_ttl, "policy default"
         return record, ttl, source, ev.ctx.now - record.timestamp
 
-    def worded(ttl: float | None, source: str, age: float) -> str:
+    def worded(ttl: float | None, source: str, age: float, spans: tuple[Any, Any] | None = None) -> str:
+        """The reason; ``spans`` (age and ttl as evidence writes them) when the caller has them."""
         if ttl is None:
             return f"never expires (ttl null, from {source})"
+        age_span, ttl_span = spans or (ev.span(age), ev.span(ttl))
         if age <= ttl:
-            return f"age {ev.span(age)} is within ttl {ev.span(ttl)}"
-        return f"expired: age {ev.span(age)} exceeds ttl {ev.span(ttl)} ({source})"
+            return f"age {age_span} is within ttl {ttl_span}"
+        return f"expired: age {age_span} exceeds ttl {ttl_span} ({source})"
 
     def explain(row: int) -> Verdict:
         record, ttl, source, age = facts(row)
-        evidence = {
-            "now": now,
-            "timestamp": ev.time(record.timestamp),
-            "age": ev.span(age),
-            "ttl": None if ttl is None else ev.span(ttl),
-            "ttl_from": source,
-        }
-        return Verdict(rule.id, ttl is None or age <= ttl, worded(ttl, source, age), evidence)
+        spans = ev.span(age), None if ttl is None else ev.span(ttl)
+        evidence = {"now": now, "timestamp": ev.time(record.timestamp), "age": spans[0], "ttl": spans[1],
+                    "ttl_from": source}
+        return Verdict(rule.id, ttl is None or age <= ttl, worded(ttl, source, age, spans), evidence)
 
     def shared_by() -> np.ndarray:  # a ttl of its own (null: NaN), else none: its store's or the default
         own = np.where(cols.ttl_given, np.nan_to_num(cols.ttl, nan=-1.0), -2.0)
