@@ -35,7 +35,7 @@ def rule_texts(mask: RuleMask, rows: np.ndarray) -> np.ndarray:
     if codes is None:
         return _strings([verdict_json(mask.explain(row)) for row in rows.tolist()])
     _, first, inverse = np.unique(codes[rows], return_index=True, return_inverse=True)
-    written = _strings([verdict_json(mask.verdict(row)) for row in rows[first].tolist()])
+    written = _strings([verdict_json(verdict) for verdict in mask.verdicts_of(rows[first].tolist())])
     return written[inverse.ravel()]
 
 
