@@ -100,20 +100,21 @@ class RuleMask:
 
     def verdict(self, row: int) -> Verdict:
         """One row's verdict (the same object for rows that share one)."""
-        return self.explain(row) if self.shared_by is None else self.verdicts_of([row])[0]
+        codes = self.codes()
+        return self.explain(row) if codes is None else self._shared_verdict(row, int(codes[row]))
 
     def verdicts_of(self, rows: list[int]) -> list[Verdict]:
         """The verdicts of these rows, in order."""
         codes = self.codes()
         if codes is None:
             return [self.explain(row) for row in rows]
-        shared, out = self._shared, []
-        for row, code in zip(rows, codes[rows].tolist(), strict=True):
-            found = shared.get(code)
-            if found is None:
-                found = shared[code] = self.explain(row)
-            out.append(found)
-        return out
+        return list(map(self._shared_verdict, rows, codes[rows].tolist()))
+
+    def _shared_verdict(self, row: int, code: int) -> Verdict:
+        found = self._shared.get(code)
+        if found is None:
+            found = self._shared[code] = self.explain(row)
+        return found
 
     def reason_of(self, row: int) -> str:
         """The reason of one row's verdict."""
