@@ -391,3 +391,17 @@ def test_the_kernel_hulls_equal_the_numpy_hulls_where_levels_share_tokens(inst) 
     if inst.n <= 7 and inst.k <= 4:
         expected = max((c for c in feasible_choices(inst) if key(c) is not None), key=key)
         assert tuple(result.choice.tolist()) == expected
+
+
+def test_the_numpy_path_keeps_the_tie_rule_where_a_count_limit_does_not_bind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found in a stress run: subset-sum, 308 records, at most 203 kept. The unlimited optimum keeps
+    111, so it is the limited tie-rule optimum too (the kernel's answer); the numpy path's dense DP
+    with a count dimension was too large and CP-SAT's allocation (not the tie rule's) was reported.
+    Now the dense DP without the count answers when its optimum keeps no more than the limit."""
+    inst = generated("subset", 308, 336, max_records=203)
+    with_kernel = run(inst, "dp", "none", compare_greedy=False).solution
+    free = solve_dp(make_instance(inst.tokens, inst.utility, inst.budget), None)
+    assert with_kernel.choice.tolist() == free.choice.tolist() and free.count <= 203
+    monkeypatch.setenv("MEMSOLVE_KERNEL", "numpy")
+    without = run(inst, "dp", "none", compare_greedy=False).solution
+    assert without.engine == "dp" and without.choice.tolist() == with_kernel.choice.tolist()

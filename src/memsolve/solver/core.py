@@ -206,6 +206,13 @@ def _solve_core(instance: Instance, scaled: Scaled, red: Reduction) -> np.ndarra
             core_choice = None
     if core_choice is None:
         core_choice = _dense_core(sub, sub_scaled)
+        if core_choice is None and sub.max_records is not None:
+            # the table with a count dimension is too large; without it, the core's tie-rule
+            # optimum is the limited one whenever it keeps no more than the limit (it is then a
+            # limited optimum, and first in the tie order among a superset of them)
+            free = _dense_core(replace(sub, max_records=None), sub_scaled)
+            if free is not None and int((free >= 0).sum()) <= sub.max_records:
+                core_choice = free
         if core_choice is None:
             return None
     choice[red.core] = core_choice
