@@ -6,10 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memsolve
-from memsolve.policies.verdicts import Verdict
-from memsolve.records import Record
-from memsolve.result import Chosen, Dropped, Excluded, TraceEntry, VerdictTexts, dumps_by_line, json_text
-from memsolve.solver.compile import Allocation, Derived, Offer, Repair
+from memsolve.result import Chosen, Dropped, Excluded, dumps_by_line, json_text
 
 _text = st.one_of(st.text(), st.sampled_from(['"', "\\", "\n\t\x00\x1f\x7f", "é\u2028\u2029😀", "</script>", ""]))
 
@@ -23,27 +20,6 @@ def test_an_excluded_or_dropped_record_is_written_as_the_encoder_writes_it(rid, 
 
 _number = st.one_of(st.integers(-(2**70), 2**70), st.floats(allow_nan=False, allow_infinity=False),
                     st.sampled_from([0.0, -0.0, 1e16, 1e-7, 123456789.0, 2.5e-320, 1e308]))
-_json = st.recursive(st.one_of(st.none(), st.booleans(), _number, _text),
-                     lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_text, inner, max_size=3)),
-                     max_leaves=8)
-_verdict = st.builds(Verdict, _text, st.booleans(), _text, st.dictionaries(_text, _json, max_size=4))
-_offer = st.builds(Offer, _text, st.integers(0, 2**62), _number, _number)
-_allocation = st.builds(
-    Allocation, st.just(Record.of(id="r", position=0, timestamp=0.0, levels=())), st.just(0), _text,
-    st.integers(0, 2**40), _number, st.lists(_offer, max_size=4).map(tuple), st.sampled_from([None, "bound", "search"]),
-    st.one_of(st.none(), _text), st.lists(st.builds(Repair, _text, _number, _number), max_size=2).map(tuple),
-    st.one_of(st.none(), st.builds(Derived, _number, _number, _number, _number)))
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.one_of(st.none(), _text), st.integers(0, 2**40), _text, st.lists(_verdict, max_size=4),
-       st.one_of(st.none(), _allocation))
-def test_a_trace_entry_is_written_as_the_encoder_writes_it(rid, position, outcome, verdicts, allocation) -> None:
-    verdicts = verdicts + verdicts[:1]  # the same verdict object twice: written once, read from the texts
-    entry = TraceEntry(rid, position, outcome, tuple(verdicts), allocation)
-    texts = VerdictTexts()
-    assert entry.to_json(texts) == json_text(entry.to_dict())
-    assert entry.to_json(texts) == entry.to_json() == json_text(entry.to_dict())  # remembered texts change nothing
 
 
 @settings(max_examples=300, deadline=None)

@@ -31,7 +31,6 @@ def test_the_lines_from_the_arrays_are_the_entries_json(case, trace, engine, dat
     assert isinstance(result.trace, Trace)
     lines = result.trace.json_lines()  # before any entry object is built
     assert lines == [json_text(entry.to_dict()) for entry in result.trace]
-    assert lines == [entry.to_json() for entry in result.trace]
 
 
 def test_derived_utilities_repairs_and_invalid_records_are_written_as_the_entries_write_them() -> None:

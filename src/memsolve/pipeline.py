@@ -46,6 +46,7 @@ from .result import (
     Trace,
     TraceEntry,
     compression_check,
+    json_text,
 )
 from .solver import Solution, dp, engines
 from .solver.compile import Allocations, Compiled, compile_rows, level_text
@@ -283,7 +284,7 @@ class Outcomes:
             return []
         shown = list(self._walk(eligible=self.trace_mode == "full"))
         return trace_lines(self.prep.judgement, self.allocations, shown, self._instance_rows(),
-                           lambda position, item: self._invalid(position, item).to_json())
+                           lambda position, item: json_text(self._invalid(position, item).to_dict()))
 
     def trace(self) -> Iterator[TraceEntry]:
         if self.trace_mode == "none":

@@ -222,40 +222,6 @@ def _number(value: Any) -> str:
     return json_text(value)
 
 
-class VerdictTexts:
-    """Each verdict's JSON, written once per verdict object: rules whose rows share a verdict
-    (RuleMask.shared_by) are written once for a whole trace."""
-
-    def __init__(self) -> None:
-        self._texts: dict[int, tuple[Verdict, str]] = {}  # id → (the verdict, kept alive so no id is reused; its text)
-
-    def __call__(self, verdict: Verdict) -> str:
-        found = self._texts.get(id(verdict))
-        if found is None:
-            found = self._texts[id(verdict)] = (verdict, verdict_json(verdict))
-        return found[1]
-
-
-def verdict_json(verdict: Verdict) -> str:
-    """``verdict.to_dict()`` as JSON, as the result's encoder writes it."""
-    passed = verdict.passed
-    return (f'{{"rule": {json_string(verdict.rule)}, "passed": '
-            f'{"true" if passed is True else "false" if passed is False else json_text(passed)}, '
-            f'"reason": {json_string(verdict.reason)}, "evidence": {json_text(verdict.evidence)}}}')
-
-
-def _allocation_json(allocation: Allocation) -> str:
-    numbers = [n for o in allocation.offered for n in (o.tokens, o.utility, o.value)]
-    written = json_text(numbers)[1:-1].split(", ")  # the encoder writes them all in one call
-    if len(written) != len(numbers):  # no offer (""), or a value that is not a plain number
-        written = [_number(n) for n in numbers]
-    offered = ", ".join(
-        f'{{"level": {json_string(o.level)}, "tokens": {written[3 * i]}, "utility": {written[3 * i + 1]}, '
-        f'"value": {written[3 * i + 2]}}}' for i, o in enumerate(allocation.offered))
-    decided = "" if allocation.decided_by is None else f', "decided_by": {json_string(allocation.decided_by)}'
-    return f'{{"level": {json_string(allocation.level)}, "offered": [{offered}]{decided}}}'
-
-
 @dataclass(frozen=True)
 class TraceEntry:
     """Everything decided about one record, in input order."""
@@ -281,23 +247,6 @@ class TraceEntry:
             if a.derived is not None:
                 out["derived_utility"] = a.derived.to_dict()
         return out
-
-    def to_json(self, verdict_text: Callable[[Verdict], str] | None = None) -> str:
-        """``to_dict()`` as JSON, as the result's encoder writes it; ``verdict_text`` writes (and
-        may remember) each verdict's JSON."""
-        write = verdict_text or VerdictTexts()
-        rules = ", ".join(write(v) for v in self.rules)
-        text = (f'{{"id": {json_string(self.id)}, "position": {_number(self.position)}, '
-                f'"outcome": {json_string(self.outcome)}, "rules": [{rules}]')
-        a = self.allocation
-        if a is None:
-            return text + "}"
-        text += f', "allocation": {_allocation_json(a)}'
-        if a.repairs:
-            text += f', "repairs": {json_text([r.to_dict() for r in a.repairs])}'
-        if a.derived is not None:
-            text += f', "derived_utility": {json_text(a.derived.to_dict())}'
-        return text + "}"
 
 
 @dataclass(frozen=True)
@@ -482,10 +431,7 @@ class Result:
 
     def _trace_json(self) -> Encoded:
         lines = self.trace.json_lines() if isinstance(self.trace, Trace) else None
-        if lines is not None:
-            return Encoded(lines)
-        write = VerdictTexts()
-        return Encoded(t.to_json(write) for t in self.trace)
+        return Encoded(lines if lines is not None else (json_text(t.to_dict()) for t in self.trace))
 
     def to_json(self) -> str:
         """The result as JSON text, ending in a newline; byte-identical for identical inputs.

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import memsolve
+from memsolve.policies.rules import same
 
 from ..conftest import make_policy, outcome, rec, solve
 
@@ -55,6 +60,28 @@ def test_rows_share_a_verdict_only_where_it_would_read_the_same() -> None:
     assert not same[0]["freshness"].passed and same[0]["freshness"].evidence["ttl_from"] == "store `working`"
     assert same[0]["freshness"] is same[1]["freshness"]  # one verdict, written once in the trace
     assert verdicts(result, "own-null")["stores"] is same[0]["stores"]
+
+
+def test_a_shared_verdict_as_data_is_each_rows_own_copy() -> None:
+    policy = make_policy(BUDGET, rules="- stores: {allow: [semantic]}\n")
+    result = solve(policy, [rec(f"r{i}", store="semantic") for i in range(3)], now=10)
+    before = result.to_json()
+    data = result.to_dict()
+    data["trace"][0]["rules"][1]["evidence"]["allow"].append("edited")
+    assert result.to_json() == before  # the edit reaches neither the other rows nor the result
+    assert [t.rules[1].evidence["allow"] for t in result.trace] == [["semantic"]] * 3
+    assert "&id" not in yaml.safe_dump(result.to_dict()["trace"])  # no YAML anchors for shared evidence
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, -1.5, 2.0, 1e300]), st.integers(-1, 3), st.booleans()), max_size=30))
+def test_same_gives_rows_one_code_exactly_when_every_column_is_equal(rows) -> None:
+    columns = [np.array([row[i] for row in rows]) for i in range(3)] if rows else [np.zeros(0)] * 3
+    codes = same(*columns).tolist()
+    for a in range(len(rows)):
+        for b in range(len(rows)):
+            assert (codes[a] == codes[b]) == (rows[a] == rows[b])
+    assert codes == [] or max(codes) < len(rows)
 
 
 def test_absent_ttl_without_default_never_expires() -> None:

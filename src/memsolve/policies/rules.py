@@ -87,10 +87,13 @@ def evaluate(
 
 
 def same(*columns: np.ndarray) -> np.ndarray:
-    """One code per row, equal for rows equal in every column (no NaN in them)."""
-    if len(columns) == 1:
-        return np.unique(columns[0], return_inverse=True)[1].ravel()
-    return np.unique(np.stack(columns, axis=1).astype(np.float64), axis=0, return_inverse=True)[1].ravel()
+    """One code per row, equal for rows equal in every column (no NaN in them): each column's
+    codes folded into the codes so far and renumbered, so they stay below the number of rows."""
+    code = np.zeros(len(columns[0]), dtype=np.int64)
+    for column in columns:
+        values, inverse = np.unique(column, return_inverse=True)
+        code = np.unique(code * len(values) + inverse.ravel(), return_inverse=True)[1].ravel()
+    return code
 
 
 def _everyone(cols: Columns) -> np.ndarray:
@@ -265,9 +268,9 @@ def _freshness(ev: Evaluator, rule: FreshnessRule, cols: Columns) -> RuleMask:
                     "ttl_from": source}
         return Verdict(rule.id, ttl is None or age <= ttl, worded(ttl, source, age, spans), evidence)
 
-    def shared_by() -> np.ndarray:  # a ttl of its own (null: NaN), else none: its store's or the default
-        own = np.where(cols.ttl_given, np.nan_to_num(cols.ttl, nan=-1.0), -2.0)
-        return cols.memo(("same", "freshness"), lambda: same(cols.timestamp, cols.store.codes, own))
+    def shared_by() -> np.ndarray:  # a ttl of its own (null: -1), else none (-2): its store's or the default
+        return cols.memo(("same", "freshness"), lambda: same(
+            cols.timestamp, cols.store.codes, np.where(cols.ttl_given, np.nan_to_num(cols.ttl, nan=-1.0), -2.0)))
 
     return RuleMask(rule.id, passed, explain, reason=lambda row: worded(*facts(row)[1:]), shared_by=shared_by)
 

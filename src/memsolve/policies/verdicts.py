@@ -38,7 +38,15 @@ class Verdict:
     score: float | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"rule": self.rule, "passed": self.passed, "reason": self.reason, "evidence": self.evidence}
+        """The verdict as plain data; its evidence a copy (rows that read the same share one
+        verdict: a caller's edit of one row's evidence must not reach the others)."""
+        return {"rule": self.rule, "passed": self.passed, "reason": self.reason, "evidence": _copy(self.evidence)}
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {key: _copy(item) for key, item in value.items()}
+    return [_copy(item) for item in value] if isinstance(value, list) else value
 
 
 @dataclass(frozen=True)
@@ -83,20 +91,16 @@ class RuleMask:
     # the reason alone (``explain(row).reason`` without the evidence): what a result's list of
     # excluded records shows, for a million rows at most; rules that exclude many give one
     reason: Callable[[int], str] | None = None
-    # what a row's verdict depends on besides the rule and the moment, as codes (built on first
-    # use): rows with equal codes share one verdict, so a full trace of 10,000 records words a
-    # rule like `stores` a few times and writes its JSON once; None where each row's is its own
+    # what a row's verdict depends on besides the rule and the moment, as codes (cheap to ask
+    # again: the columns keep what they derive): rows with equal codes share one verdict, so a
+    # full trace of 10,000 records words a rule like `stores` a few times and writes its JSON
+    # once; None where each row's is its own
     shared_by: Callable[[], np.ndarray] | None = None
     _shared: dict[int, Verdict] = field(default_factory=dict, repr=False)
-    _codes: list[np.ndarray] = field(default_factory=list, repr=False)
 
     def codes(self) -> np.ndarray | None:
         """One code per row, equal for rows that share a verdict; None where none do."""
-        if self.shared_by is None:
-            return None
-        if not self._codes:
-            self._codes.append(self.shared_by())
-        return self._codes[0]
+        return None if self.shared_by is None else self.shared_by()
 
     def verdict(self, row: int) -> Verdict:
         """One row's verdict (the same object for rows that share one)."""
@@ -118,7 +122,7 @@ class RuleMask:
 
     def reason_of(self, row: int) -> str:
         """The reason of one row's verdict."""
-        return self.reason(row) if self.reason is not None else self.verdict(row).reason
+        return self.reason(row) if self.reason is not None else self.explain(row).reason
 
 
 @dataclass(frozen=True, eq=False)
