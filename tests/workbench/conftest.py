@@ -75,7 +75,7 @@ def server() -> Iterator[str]:
             proc.stderr.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")  # the sync API runs an event loop: stopped before other tests run
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
