@@ -115,6 +115,14 @@ def test_retention_levels_must_be_fidelity_levels(tmp_path: Path) -> None:
     assert error.path == "utility.retention.raww" and "did you mean `raw`?" in error.message
 
 
+def test_a_retention_is_bounded_as_a_records_utility_is(tmp_path: Path) -> None:
+    # retention times a probability is a level's utility: past 1e15 a sum of them could overflow
+    error = load_error(tmp_path, HEAD + "utility: {from: relevance, retention: {raw: 1e308}}\n")
+    assert error.path == "utility.retention.raw" and error.location.line == HEAD.count("\n") + 1
+    policy = memsolve.policy_from_text(HEAD + "utility: {from: relevance, retention: {raw: 1.0e15}}\n", "p.yaml")
+    assert policy.utility.retention == {"raw": 1e15}  # the bound itself is allowed
+
+
 def test_missing_file() -> None:
     with pytest.raises(memsolve.InputError, match="file not found"):
         memsolve.load_policy("no/such/policy.yaml")
