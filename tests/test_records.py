@@ -274,3 +274,32 @@ def test_python_data_with_keys_that_do_not_sort_is_hashed_not_refused() -> None:
     first = memsolve.load_records([{"id": "a", "timestamp": 1, "tokens": 1, "metadata": {1: "x", "a": "y"}}])
     again = memsolve.load_records([{"id": "a", "timestamp": 1, "tokens": 1, "metadata": {1: "x", "a": "y"}}])
     assert len(first.valid) == 1 and first.sha256 == again.sha256
+
+
+def test_python_data_with_a_lone_surrogate_is_refused_at_its_path() -> None:
+    # text that cannot be written as UTF-8: a stateful round storing it crashed (found in review)
+    with pytest.raises(memsolve.InputError) as caught:
+        memsolve.load_records([{"id": "a", "timestamp": 1, "tokens": 1, "utility": 1},
+                               {"id": "b\ud800", "timestamp": 1, "tokens": 1, "utility": 1}])
+    assert caught.value.render() == ("<records>: [1].id: lone surrogate `\\ud800` in a string; "
+                                     "text must be valid Unicode")
+    with pytest.raises(memsolve.InputError, match=r"\[0\]\.representations.*in a key"):
+        memsolve.load_records([{"id": "c", "timestamp": 1, "representations": {"raw\udc00": {"tokens": 1}}}])
+    shared = {"tokens": 1, "utility": 1.0}  # one object in two records, and a character past U+FFFF: both fine
+    loaded = memsolve.load_records([{"id": "😀", "timestamp": 1, "representations": {"raw": shared}},
+                                    {"id": "e", "timestamp": 1, "representations": {"raw": shared}}])
+    assert [r.id for r in loaded.records] == ["😀", "e"]
+
+
+def test_python_data_json_cannot_hold_is_an_input_error() -> None:
+    looped: dict = {}
+    looped["again"] = looped
+    with pytest.raises(memsolve.InputError, match="hold themselves"):
+        memsolve.load_records([{"id": "a", "timestamp": 1, "tokens": 1, "utility": 1, "metadata": looped}])
+    deep: list = []
+    inner = deep
+    for _ in range(100_000):
+        inner.append([])
+        inner = inner[0]
+    with pytest.raises(memsolve.InputError, match="nesting deeper than 64 levels"):
+        memsolve.load_records([{"id": "a", "timestamp": 1, "tokens": 1, "utility": 1, "metadata": {"d": deep}}])

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -31,6 +32,7 @@ from .context import CONTEXT_FIELDS, Context
 from .decode import UNSET, Decoded, DecodedRecord
 from .errors import InputError, Location, not_finite, shown
 from .source import (
+    MAX_DEPTH,
     MAX_INTEGER,
     MAX_TOKENS,
     MAX_UTILITY,
@@ -47,6 +49,7 @@ from .source import (
     nesting_may_break_limit,
     parse_text,
     read_text,
+    refuse_lone_surrogates,
     string_may_break_limit,
 )
 from .timeutil import NUMBER, TimeValueError, parse_duration, parse_timestamp, time_kind
@@ -264,16 +267,28 @@ def load_records(source: str | Path | Sequence[Any] | Mapping[str, Any]) -> Reco
             doc, raw = load_document(source)
             return _build(doc, hashlib.sha256(raw).hexdigest())
         doc = Document("<records>", "", source, "data")
-        return _build(doc, hashlib.sha256(_canonical(source)).hexdigest())
+        canonical = _canonical(source)
+        if _SURROGATE_ESCAPE.search(canonical):  # a surrogate, lone or in a pair (any character past U+FFFF)
+            refuse_lone_surrogates(doc)
+        return _build(doc, hashlib.sha256(canonical).hexdigest())
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\ud[89a-f]")
 
 
 def _canonical(data: Any) -> bytes:
     """Python data as canonical JSON bytes, for its hash (sorted keys, no blanks; keys of mixed
-    types, which do not sort, in their order)."""
+    types, which do not sort, in their order); InputError for data JSON cannot hold (a cycle)."""
     try:
-        text = json.dumps(data, sort_keys=True, default=str, separators=(",", ":"))
-    except TypeError:  # keys that do not compare (1 and "a")
-        text = json.dumps(data, default=str, separators=(",", ":"))
+        try:
+            text = json.dumps(data, sort_keys=True, default=str, separators=(",", ":"))
+        except TypeError:  # keys that do not compare (1 and "a")
+            text = json.dumps(data, default=str, separators=(",", ":"))
+    except ValueError as exc:  # "Circular reference detected"
+        raise InputError(f"records that hold themselves cannot be read ({exc}); give plain data",
+                         Location("<records>")) from None
+    except RecursionError:
+        raise InputError(f"nesting deeper than {MAX_DEPTH} levels", Location("<records>")) from None
     return text.encode("utf-8")  # ASCII: json.dumps escapes the rest
 
 

@@ -13,7 +13,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -713,6 +713,26 @@ def check_structure(doc: Document) -> None:
             problem = _string_problem(value, "key" if is_key else "string", doc.format)
             if problem:
                 raise doc.error(here, problem, key=is_key)
+
+
+def refuse_lone_surrogates(doc: Document) -> None:
+    """Raise at the first string or key of Python data holding a lone surrogate (text that cannot
+    be written as UTF-8: a result or a state naming it could not be stored). Shared objects are
+    fine in Python data; each is looked at once."""
+    seen: set[int] = set()
+    stack: list[tuple[PathT, Any, bool]] = [((), doc.data, False)]
+    while stack:
+        here, value, is_key = stack.pop()
+        if isinstance(value, (Mapping, list, tuple)):
+            if id(value) not in seen:
+                seen.add(id(value))
+                entries = ([e for k, v in value.items() for e in ((here + (k,), k, True), (here + (k,), v, False))]
+                           if isinstance(value, Mapping) else [(here + (i,), v, False) for i, v in enumerate(value)])
+                stack.extend(reversed(entries))  # the first problem in the data's order
+        elif isinstance(value, str) and not value.isascii() and (lone := _SURROGATE.search(value)):
+            what = "key" if is_key else "string"
+            raise doc.error(here, f"lone surrogate `\\u{ord(lone.group()):04x}` in a {what}; text must be valid "
+                                  "Unicode", key=is_key)
 
 
 def _string_problem(value: Any, what: str, fmt: str) -> str | None:
