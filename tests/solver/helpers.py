@@ -88,3 +88,17 @@ def generated(kind: str, n: int, seed: int, max_records=None):
         utility = rng.integers(1, 4, size=(n, 3)).astype(float)
     price = 0.01 if kind == "memory" else 0.0
     return make_instance(tokens, utility, int(tokens[:, 0].sum() // 3), price=price, max_records=max_records)
+
+
+def kernel_matches_exhaustive_search(inst):
+    """The compiled kernel's allocation is the tie-rule optimum exhaustive search finds; returns
+    (that optimum, the kernel's result, the tie key) for further checks."""
+    from memsolve.solver import kernel, scale
+
+    scaled = scale(inst)
+    key = tie_key(inst, scaled)
+    expected = max((c for c in feasible_choices(inst) if key(c) is not None), key=key)
+    result = kernel.solve_kernel(inst, scaled)
+    assert result is not None and result.tie_rule
+    assert tuple(result.choice.tolist()) == expected
+    return expected, result, key

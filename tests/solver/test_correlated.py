@@ -11,7 +11,19 @@ from hypothesis import strategies as st
 from memsolve.solver import kernel, make_instance, run, scale, solve_arrays
 from memsolve.solver.dp import solve_dp
 
-from .helpers import feasible_choices, tie_key
+from .helpers import kernel_matches_exhaustive_search
+
+
+@st.composite
+def _utility_of(draw, tokens: np.ndarray, noise: int) -> np.ndarray:
+    """Utilities correlated with ``tokens``: + c (strongly), equal (subset-sum), or within ±noise (weakly)."""
+    kind = draw(st.sampled_from(["strongly", "subset-sum", "weakly"]))
+    if kind == "strongly":
+        return tokens + float(draw(st.integers(1, 5)))
+    if kind == "subset-sum":
+        return tokens.astype(float)
+    added = draw(st.lists(st.integers(-noise, noise), min_size=tokens.size, max_size=tokens.size))
+    return np.maximum(tokens + np.array(added, dtype=float).reshape(tokens.shape), 0.0)
 
 
 @st.composite
@@ -22,14 +34,7 @@ def correlated(draw, max_n: int = 7, max_k: int = 3):
     k = draw(st.integers(1, max_k))
     tokens = np.array(draw(st.lists(st.integers(0, 15), min_size=n * k, max_size=n * k)), dtype=np.int64)
     tokens = tokens.reshape(n, k)
-    kind = draw(st.sampled_from(["strongly", "subset-sum", "weakly"]))
-    if kind == "strongly":
-        utility = tokens + float(draw(st.integers(1, 5)))
-    elif kind == "subset-sum":
-        utility = tokens.astype(float)
-    else:
-        noise = draw(st.lists(st.integers(-2, 2), min_size=n * k, max_size=n * k))
-        utility = np.maximum(tokens + np.array(noise, dtype=float).reshape(n, k), 0.0)
+    utility = draw(_utility_of(tokens, noise=2))
     budget = draw(st.integers(0, int(tokens.sum()) + 1))
     return make_instance(tokens, utility, budget)
 
@@ -37,12 +42,7 @@ def correlated(draw, max_n: int = 7, max_k: int = 3):
 @settings(max_examples=400, deadline=None)
 @given(correlated())
 def test_kernel_equals_exhaustive_search_on_correlated_classes(inst) -> None:
-    scaled = scale(inst)
-    key = tie_key(inst, scaled)
-    expected = max((c for c in feasible_choices(inst) if key(c) is not None), key=key)
-    result = kernel.solve_kernel(inst, scaled)
-    assert result is not None and result.tie_rule
-    assert tuple(result.choice.tolist()) == expected
+    kernel_matches_exhaustive_search(inst)
 
 
 def _pisinger(kind: str, n: int, seed: int, r: int = 60, k: int = 5):
@@ -154,14 +154,7 @@ def near_the_top(draw, max_n: int = 7, max_k: int = 3):
     factor = draw(st.sampled_from([1, 1, 2, 3]))
     tokens = np.array(draw(st.lists(st.integers(1, 15), min_size=n * k, max_size=n * k)), dtype=np.int64)
     tokens = tokens.reshape(n, k) * factor
-    kind = draw(st.sampled_from(["strongly", "subset-sum", "weakly"]))
-    if kind == "strongly":
-        utility = tokens + float(draw(st.integers(1, 5)))
-    elif kind == "subset-sum":
-        utility = tokens.astype(float)
-    else:
-        noise = draw(st.lists(st.integers(-1, 1), min_size=n * k, max_size=n * k))
-        utility = np.maximum(tokens + np.array(noise, dtype=float).reshape(n, k), 0.0)
+    utility = draw(_utility_of(tokens, noise=1))
     top, bottom = int(tokens.max(axis=1).sum()), int(tokens.min(axis=1).sum())
     budget = draw(st.one_of(st.integers(max(top - 4 * factor, 0), top), st.integers(0, top),
                             st.integers(max(bottom - 4 * factor, 0), bottom + 4 * factor)))
@@ -171,12 +164,7 @@ def near_the_top(draw, max_n: int = 7, max_k: int = 3):
 @settings(max_examples=600, deadline=None)
 @given(near_the_top())
 def test_kernel_equals_exhaustive_search_where_no_exact_fill_exists(inst) -> None:
-    scaled = scale(inst)
-    key = tie_key(inst, scaled)
-    expected = max((c for c in feasible_choices(inst) if key(c) is not None), key=key)
-    result = kernel.solve_kernel(inst, scaled)
-    assert result is not None and result.tie_rule
-    assert tuple(result.choice.tolist()) == expected
+    kernel_matches_exhaustive_search(inst)
 
 
 def _pisinger_tokens(n: int, seed: int, r: int, k: int = 5) -> np.ndarray:

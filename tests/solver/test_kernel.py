@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from memsolve.solver import core, engines, kernel, make_instance, native, run, scale
 from memsolve.solver.dp import solve_dp
 
-from .helpers import feasible_choices, generated, instances, tie_key
+from .helpers import feasible_choices, generated, instances, kernel_matches_exhaustive_search, tie_key
 
 
 def test_the_kernel_is_built() -> None:
@@ -29,12 +29,7 @@ def test_kernel_equals_exhaustive_search(inst) -> None:
     """Small integers (many ties) and floats: the tie-rule optimum, and a reduction that keeps
     every allocation tying its value and tokens."""
     inst = _unlimited(inst)
-    scaled = scale(inst)
-    key = tie_key(inst, scaled)
-    expected = max((c for c in feasible_choices(inst) if key(c) is not None), key=key)
-    result = kernel.solve_kernel(inst, scaled)
-    assert result is not None and result.tie_rule
-    assert tuple(result.choice.tolist()) == expected
+    expected, result, key = kernel_matches_exhaustive_search(inst)
     best = key(expected)[:2]
     for choice in feasible_choices(inst):
         if key(choice) is not None and key(choice)[:2] == best:
