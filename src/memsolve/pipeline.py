@@ -282,7 +282,7 @@ class Outcomes:
         """The trace entries' JSON, written from the arrays (memsolve.trace_json)."""
         if self.trace_mode == "none":
             return []
-        shown = list(self._walk(eligible=self.trace_mode == "full"))
+        shown = self._walk(eligible=self.trace_mode == "full")
         return trace_lines(self.prep.judgement, self.allocations, shown, self._instance_rows(),
                            lambda position, item: json_text(self._invalid(position, item).to_dict()))
 
@@ -291,7 +291,7 @@ class Outcomes:
             return
         judgement = self.prep.judgement
         instance_row = self._instance_rows()
-        shown = list(self._walk(eligible=self.trace_mode == "full"))
+        shown = self._walk(eligible=self.trace_mode == "full")
         # every rule's verdicts on the shown rows at once (rows that share a verdict share one
         # object), and the eligible rows' allocations
         verdicts = iter(judgement.verdict_rows([row for _, _, row in shown if row is not None]))

@@ -96,7 +96,7 @@ class Trace(Deferred[T]):
         self._lines = lines
 
     def json_lines(self) -> Sequence[str] | None:
-        """Each entry's JSON, as its ``to_json()`` writes it."""
+        """Each entry's JSON, as ``json_text(entry.to_dict())`` writes it."""
         return self._lines()
 
 

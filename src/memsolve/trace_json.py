@@ -9,7 +9,8 @@ one call. A full trace of 10,000 records is mostly this.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -88,16 +89,16 @@ def allocation_texts(allocations: Allocations, rows: np.ndarray) -> list[str] | 
 def trace_lines(
     judgement: Judgement,
     allocations: Allocations,
-    shown: Sequence[tuple[int, object, int | None]],
+    shown: Sequence[tuple[int, Any, int | None]],
     instance_row: np.ndarray,
-    invalid_line: object,
+    invalid_line: Callable[[int, Any], str],
 ) -> list[str] | None:
     """The JSON of each trace entry: ``shown`` holds (position, record, column row) in trace
     order, row None for an invalid record (``invalid_line(position, record)`` writes it);
     None where the entry objects must write it (see :func:`allocation_texts`)."""
     valid = [i for i, (_, _, row) in enumerate(shown) if row is not None]
     rows = np.array([shown[i][2] for i in valid], dtype=np.int64)
-    lines: list[str] = [invalid_line(position, item) if row is None else "" for position, item, row in shown]  # type: ignore[operator]
+    lines = [invalid_line(position, item) if row is None else "" for position, item, row in shown]
     if not valid:
         return lines
     rules = [", ".join(texts) for texts in zip(*(rule_texts(mask, rows).tolist() for mask in judgement.masks),
@@ -116,6 +117,6 @@ def trace_lines(
             tail = f', "allocation": {next(allocated)}}}'
         else:
             outcome, tail = '"excluded"', "}"
-        lines[i] = (f'{{"id": {json_string(item.id)}, "position": {position}, "outcome": {outcome}, '  # type: ignore[attr-defined]
+        lines[i] = (f'{{"id": {json_string(item.id)}, "position": {position}, "outcome": {outcome}, '
                     f'"rules": [{rules_text}]{tail}')
     return lines
