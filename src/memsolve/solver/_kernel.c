@@ -590,6 +590,50 @@ static inline uint64_t bits_at(const uint64_t *b, int64_t words, int64_t off) {
     return r ? (lo >> r) | (hi << (64 - r)) : lo;
 }
 
+/* The fills' bitset of sums reached (`words` words, then as many for the copy a row shifts from,
+   zeroed) and each sum's first reacher (row, option), from the work buffers; NULL when out of
+   memory. */
+static uint64_t *reach_buffers(size_t span, size_t words, int32_t **from_row, int32_t **from_opt) {
+    *from_row = scratch(W_TIE, span, sizeof(int32_t));
+    *from_opt = scratch(W_FILL, span, sizeof(int32_t));
+    uint64_t *now = scratch(W_REACHED, 2 * words, sizeof(uint64_t));
+    if (!*from_row || !*from_opt || !now) return NULL;
+    memset(now, 0, words * sizeof(uint64_t));
+    return now;
+}
+
+/* One row's move of d tokens over a bitset of the sums reached: the bits of `before` (set within
+   words w_lo..w_hi) shifted by d are ORed into `now` (words 0..words-1, span bits); each bit newly
+   set records (row, opt) as its first reacher, and [*lo, *hi] widens to the words set. Returns the
+   number of words visited (the fills' work). */
+static size_t shift_reach(const uint64_t *before, uint64_t *now, int64_t words, size_t span, int64_t w_lo,
+                          int64_t w_hi, int64_t d, int32_t row, int32_t opt, int32_t *from_row, int32_t *from_opt,
+                          int64_t *lo, int64_t *hi) {
+    if (w_hi * 64 + 63 + d < 0) return 0;
+    /* destination words: the source words shifted by d bits, clipped to the span */
+    int64_t d_lo = (w_lo * 64 + d) >= 0 ? (w_lo * 64 + d) / 64 : 0;
+    int64_t d_hi = (w_hi * 64 + 63 + d) / 64;
+    if (d_hi >= words) d_hi = words - 1;
+    int64_t nw = w_hi - w_lo + 1;
+    for (int64_t x = d_lo; x <= d_hi; x++) {
+        /* bits of `before` at positions x*64 - d .. x*64 - d + 63, within [w_lo, w_hi] */
+        uint64_t fresh = bits_at(before + w_lo, nw, x * 64 - d - w_lo * 64) & ~now[x];
+        if (x == words - 1 && span % 64) fresh &= ((uint64_t)1 << (span % 64)) - 1;
+        if (!fresh) continue;
+        now[x] |= fresh;
+        if (x < *lo) *lo = x;
+        if (x > *hi) *hi = x;
+        while (fresh) {
+            int bit = __builtin_ctzll(fresh);
+            fresh &= fresh - 1;
+            size_t y = (size_t)x * 64 + (size_t)bit;
+            from_row[y] = row;
+            from_opt[y] = opt;
+        }
+    }
+    return d_hi >= d_lo ? (size_t)(d_hi - d_lo + 1) : 0;
+}
+
 /* The floor raised along the ranked rows' next increments, most efficient first, while they
    fit: tokens and value into *w, *v (which hold the floor's); the levels into opt if given. */
 static void raise_ranked(const Ranking *rk, const int32_t *hull, const int64_t *hull_w, const int64_t *hull_v,
@@ -809,12 +853,10 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
            it (one move per row), so the reachers along the path to the room are distinct rows */
         int64_t lo_x = -FILL_SLACK, hi_x = fill_room + FILL_SLACK;
         size_t span = (size_t)(hi_x - lo_x) + 1, words = (span + 63) / 64;
-        int32_t *from_row = scratch(W_TIE, span, sizeof(int32_t));
-        int32_t *from_opt = scratch(W_FILL, span, sizeof(int32_t));
-        uint64_t *now = scratch(W_REACHED, 2 * words, sizeof(uint64_t));
-        if (!from_row || !from_opt || !now) goto done;
+        int32_t *from_row, *from_opt;
+        uint64_t *now = reach_buffers(span, words, &from_row, &from_opt);
+        if (!now) goto done;
         uint64_t *before = now + words;
-        memset(now, 0, words * sizeof(uint64_t));
         int64_t zero = -lo_x, target = fill_room - lo_x;  /* bit positions of 0 and of the room */
         now[zero / 64] |= (uint64_t)1 << (zero % 64);
         int64_t w_lo = zero / 64, w_hi = zero / 64;  /* words holding set bits */
@@ -851,30 +893,8 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
                 if (o == f || !((tied[r] >> o) & 1)) continue;
                 int64_t d = option_w(P, r, o) - fw;
                 if (d == 0 || d > hi_x - lo_x || d < lo_x - hi_x) continue;
-                /* destination words: the source words shifted by d bits, clipped to the span */
-                int64_t d_lo = (w_lo * 64 + d) >= 0 ? (w_lo * 64 + d) / 64 : 0;
-                int64_t d_hi = (w_hi * 64 + 63 + d) / 64;
-                if (d_hi >= (int64_t)words) d_hi = (int64_t)words - 1;
-                if (w_hi * 64 + 63 + d < 0) continue;
-                work += (size_t)(d_hi - d_lo + 1);
-                for (int64_t x = d_lo; x <= d_hi; x++) {
-                    /* bits of `before` at positions x*64 - d .. x*64 - d + 63, within [w_lo, w_hi] */
-                    int64_t off = x * 64 - d - w_lo * 64;
-                    uint64_t shifted = bits_at(before + w_lo, (int64_t)nw, off);
-                    uint64_t fresh = shifted & ~now[x];
-                    if (x == (int64_t)words - 1 && span % 64) fresh &= ((uint64_t)1 << (span % 64)) - 1;
-                    if (!fresh) continue;
-                    now[x] |= fresh;
-                    if (x < new_lo) new_lo = x;
-                    if (x > new_hi) new_hi = x;
-                    while (fresh) {
-                        int bit = __builtin_ctzll(fresh);
-                        fresh &= fresh - 1;
-                        size_t y = (size_t)x * 64 + (size_t)bit;
-                        from_row[y] = (int32_t)r;
-                        from_opt[y] = (int32_t)o;
-                    }
-                }
+                work += shift_reach(before, now, (int64_t)words, span, w_lo, w_hi, d, (int32_t)r, (int32_t)o,
+                                    from_row, from_opt, &new_lo, &new_hi);
                 hit = (now[target / 64] >> (target % 64)) & 1;
             }
             w_lo = new_lo; w_hi = new_hi;
@@ -946,12 +966,10 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             /* the sums aimed at: dir 1, the room (at most); dir -1, need (at least), within the slack */
             int64_t goal = dir > 0 ? room : need, hi_x = dir > 0 ? room : need + FILL_SLACK;
             size_t span = (size_t)hi_x + 1, words = (span + 63) / 64, work = 0;
-            int32_t *from_row = scratch(W_TIE, span, sizeof(int32_t));
-            int32_t *from_opt = scratch(W_FILL, span, sizeof(int32_t));
-            uint64_t *now = scratch(W_REACHED, 2 * words, sizeof(uint64_t));
-            if (!from_row || !from_opt || !now) goto done;
+            int32_t *from_row, *from_opt;
+            uint64_t *now = reach_buffers(span, words, &from_row, &from_opt);
+            if (!now) goto done;
             uint64_t *before = now + words;
-            memset(now, 0, words * sizeof(uint64_t));
             now[0] = 1;  /* no move */
             int64_t w_hi = 0;  /* the highest word with a bit set */
             int complete = 1;
@@ -961,27 +979,13 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
                 int32_t base = ref[i];
                 int64_t bw = option_w(P, i, base);
                 memcpy(before, now, (size_t)(w_hi + 1) * sizeof(uint64_t));
-                int64_t new_hi = w_hi;
+                int64_t new_lo = 0, new_hi = w_hi;
                 for (Py_ssize_t o = 0; o <= k; o++) {
                     if (o == base || !((tied[i] >> o) & 1)) continue;
                     int64_t d = dir * (option_w(P, i, o) - bw);
                     if (d <= 0 || d > hi_x) continue;
-                    int64_t d_lo = d / 64, d_hi = (w_hi * 64 + 63 + d) / 64;
-                    if (d_hi >= (int64_t)words) d_hi = (int64_t)words - 1;
-                    work += (size_t)(d_hi - d_lo + 1);
-                    for (int64_t x = d_lo; x <= d_hi; x++) {
-                        uint64_t fresh = bits_at(before, w_hi + 1, x * 64 - d) & ~now[x];
-                        if (x == (int64_t)words - 1 && span % 64) fresh &= ((uint64_t)1 << (span % 64)) - 1;
-                        if (!fresh) continue;
-                        now[x] |= fresh;
-                        if (x > new_hi) new_hi = x;
-                        while (fresh) {
-                            int bit = __builtin_ctzll(fresh);
-                            fresh &= fresh - 1;
-                            from_row[x * 64 + bit] = (int32_t)i;
-                            from_opt[x * 64 + bit] = (int32_t)o;
-                        }
-                    }
+                    work += shift_reach(before, now, (int64_t)words, span, 0, w_hi, d, (int32_t)i, (int32_t)o,
+                                        from_row, from_opt, &new_lo, &new_hi);
                 }
                 w_hi = new_hi;
                 if (work > LOSS_WORK) { complete = 0; break; }
