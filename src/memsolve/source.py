@@ -704,11 +704,7 @@ def check_structure(doc: Document) -> None:
             seen.add(id(value))
             if len(here) >= MAX_DEPTH:
                 raise doc.error(here, f"nesting deeper than {MAX_DEPTH} levels")
-            if isinstance(value, dict):
-                entries = [e for k, v in value.items() for e in ((here + (k,), k, True), (here + (k,), v, False))]
-            else:
-                entries = [(here + (i,), v, False) for i, v in enumerate(value)]
-            stack.extend(reversed(entries))  # the first problem in document order
+            stack.extend(reversed(_entries(here, value)))  # the first problem in document order
         else:
             problem = _string_problem(value, "key" if is_key else "string", doc.format)
             if problem:
@@ -726,13 +722,18 @@ def refuse_lone_surrogates(doc: Document) -> None:
         if isinstance(value, (Mapping, list, tuple)):
             if id(value) not in seen:
                 seen.add(id(value))
-                entries = ([e for k, v in value.items() for e in ((here + (k,), k, True), (here + (k,), v, False))]
-                           if isinstance(value, Mapping) else [(here + (i,), v, False) for i, v in enumerate(value)])
-                stack.extend(reversed(entries))  # the first problem in the data's order
-        elif isinstance(value, str) and not value.isascii() and (lone := _SURROGATE.search(value)):
-            what = "key" if is_key else "string"
-            raise doc.error(here, f"lone surrogate `\\u{ord(lone.group()):04x}` in a {what}; text must be valid "
-                                  "Unicode", key=is_key)
+                stack.extend(reversed(_entries(here, value)))  # the first problem in the data's order
+        elif isinstance(value, str):
+            problem = _lone_surrogate(value, "key" if is_key else "string", "text")
+            if problem:
+                raise doc.error(here, problem, key=is_key)
+
+
+def _entries(here: PathT, value: Any) -> list[tuple[PathT, Any, bool]]:
+    """(path, value, is a key) of a mapping's keys and values, or of a list's items, in order."""
+    if isinstance(value, Mapping):
+        return [e for k, v in value.items() for e in ((here + (k,), k, True), (here + (k,), v, False))]
+    return [(here + (i,), v, False) for i, v in enumerate(value)]
 
 
 def _string_problem(value: Any, what: str, fmt: str) -> str | None:
@@ -740,11 +741,14 @@ def _string_problem(value: Any, what: str, fmt: str) -> str | None:
         return None
     if len(value) > MAX_STRING:
         return f"{what} of {len(value):,} characters, more than the limit of {MAX_STRING:,}"
+    return _lone_surrogate(value, what, "YAML text" if fmt == "yaml" else "JSON text")
+
+
+def _lone_surrogate(value: str, what: str, text: str) -> str | None:
     lone = None if value.isascii() else _SURROGATE.search(value)
-    if lone:
-        text = "YAML" if fmt == "yaml" else "JSON"
-        return f"lone surrogate `\\u{ord(lone.group()):04x}` in a {what}; {text} text must be valid Unicode"
-    return None
+    if lone is None:
+        return None
+    return f"lone surrogate `\\u{ord(lone.group()):04x}` in a {what}; {text} must be valid Unicode"
 
 
 def _within_limits(data: Any) -> bool:
