@@ -259,7 +259,7 @@ class Allocations(Sequence[Allocation]):
             tokens, utility, mask = inst.tokens[row].tolist(), inst.utility[row].tolist(), inst.mask[row].tolist()
         price, levels = inst.price, compiled.levels
         offered = tuple([Offer(levels[j], tokens[j], utility[j], utility[j] - price * tokens[j])
-                         for j, offered in enumerate(mask) if offered])
+                         for j, present in enumerate(mask) if present])
         j = int(self.choice[row])
         decided = None if self.searched is None else ("search" if self.searched[row] else "bound")
         if j >= 0:
