@@ -277,14 +277,21 @@ def test_python_data_with_keys_that_do_not_sort_is_hashed_not_refused() -> None:
 
 
 def test_python_data_with_a_lone_surrogate_is_refused_at_its_path() -> None:
-    # text that cannot be written as UTF-8: a stateful round storing it crashed (found in review)
-    with pytest.raises(memsolve.InputError) as caught:
-        memsolve.load_records([{"id": "a", "timestamp": 1, "tokens": 1, "utility": 1},
-                               {"id": "b\ud800", "timestamp": 1, "tokens": 1, "utility": 1}])
-    assert caught.value.render() == ("<records>: [1].id: lone surrogate `\\ud800` in a string; "
-                                     "text must be valid Unicode")
+    # text that cannot be written as UTF-8: a stateful round storing it crashed (found in review);
+    # it is that record's input error, so another tenant's run goes on (DESIGN §9)
+    loaded = memsolve.load_records([{"id": "a", "timestamp": 1, "tokens": 1, "utility": 1, "tenant": "A"},
+                                    {"id": "b\ud800", "timestamp": 1, "tokens": 1, "utility": 1, "tenant": "B"}])
+    bad = loaded.records[1]
+    assert isinstance(bad, InvalidRecord) and bad.tenant == "B"
+    assert bad.error.render() == "<records>: [1].id: lone surrogate `\\ud800` in a string; text must be valid Unicode"
+    policy = make_policy("tenant: A\nbudget: {tokens: 3}\n")
+    result = memsolve.solve(policy, loaded, memsolve.Context(now=2))
+    assert [c.id for c in result.selected] == ["a"] and result.other_tenants == 1
     with pytest.raises(memsolve.InputError, match=r"\[0\]\.representations.*in a key"):
-        memsolve.load_records([{"id": "c", "timestamp": 1, "representations": {"raw\udc00": {"tokens": 1}}}])
+        solve(make_policy("budget: {tokens: 3}\n"),
+              [{"id": "c", "timestamp": 1, "representations": {"raw\udc00": {"tokens": 1}}}], now=2)
+    with pytest.raises(memsolve.InputError, match=r"^<records>: tenant: lone surrogate"):  # outside the records
+        memsolve.load_records({"tenant": "x\ud800", "records": []})
     shared = {"tokens": 1, "utility": 1.0}  # one object in two records, and a character past U+FFFF: both fine
     loaded = memsolve.load_records([{"id": "😀", "timestamp": 1, "representations": {"raw": shared}},
                                     {"id": "e", "timestamp": 1, "representations": {"raw": shared}}])

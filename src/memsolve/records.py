@@ -268,9 +268,8 @@ def load_records(source: str | Path | Sequence[Any] | Mapping[str, Any]) -> Reco
             return _build(doc, hashlib.sha256(raw).hexdigest())
         doc = Document("<records>", "", source, "data")
         canonical = _canonical(source)
-        if _SURROGATE_ESCAPE.search(canonical):  # a surrogate, lone or in a pair (any character past U+FFFF)
-            refuse_lone_surrogates(doc)
-        return _build(doc, hashlib.sha256(canonical).hexdigest())
+        # a surrogate, lone or in a pair (any character past U+FFFF): each record is looked at
+        return _build(doc, hashlib.sha256(canonical).hexdigest(), _SURROGATE_ESCAPE.search(canonical) is not None)
 
 
 _SURROGATE_ESCAPE = re.compile(rb"\\ud[89a-f]")
@@ -321,7 +320,9 @@ def _jsonl(text: str, file: str, sha256: str) -> RecordSet | None:
     return _collected(doc, sha256, (), len(line_of), item_at, decoded)
 
 
-def _build(doc: Document, sha256: str) -> RecordSet:
+def _build(doc: Document, sha256: str, surrogates: bool = False) -> RecordSet:
+    """The record set of a parsed document; ``surrogates``: Python data that may hold a lone
+    surrogate (looked for outside the records, and in each record as that record's error)."""
     data = doc.data
     if data is None:
         data = []  # an empty YAML or JSON Lines file holds no records
@@ -346,7 +347,14 @@ def _build(doc: Document, sha256: str) -> RecordSet:
 
     if len(items) > MAX_RECORDS:
         raise doc.error(prefix, f"{len(items):,} records, more than the limit of {MAX_RECORDS:,}")
-    return _collected(doc, sha256, prefix, len(items), items.__getitem__, None, context, actions)
+    check = None
+    if surrogates:
+        if isinstance(data, dict):
+            refuse_lone_surrogates(doc, shape)
+
+        def check(item: Any, path: tuple[Any, ...]) -> None:
+            refuse_lone_surrogates(doc, item, path)
+    return _collected(doc, sha256, prefix, len(items), items.__getitem__, None, context, actions, check)
 
 
 def _collected(
@@ -358,10 +366,12 @@ def _collected(
     decoded: Sequence[Decoded] | None,
     context: Context | None = None,
     actions: ActionValues | None = None,
+    check: Callable[[Any, tuple[Any, ...]], None] | None = None,
 ) -> RecordSet:
     """The record set of ``count`` items: each built by the fast path from ``decoded`` where it
     can (memsolve.decode), else from ``item_at(position)`` by the exact path; a record in error,
-    or a second one with an earlier record's (tenant, id), kept as invalid."""
+    or a second one with an earlier record's (tenant, id), kept as invalid; ``check(item, path)``
+    raises a record's own further error."""
     records: list[AnyRecord] = []
     seen: set[tuple[str | None, str]] = set()  # (tenant, id)
     for position in range(count):
@@ -371,6 +381,8 @@ def _collected(
             item = item_at(position)
             path = prefix + (position,)
             try:
+                if check is not None:
+                    check(item, path)
                 record = _record(doc, item, position, path)
             except InputError as error:
                 fields = item if isinstance(item, dict) else {}

@@ -711,12 +711,12 @@ def check_structure(doc: Document) -> None:
                 raise doc.error(here, problem, key=is_key)
 
 
-def refuse_lone_surrogates(doc: Document) -> None:
-    """Raise at the first string or key of Python data holding a lone surrogate (text that cannot
-    be written as UTF-8: a result or a state naming it could not be stored). Shared objects are
-    fine in Python data; each is looked at once."""
+def refuse_lone_surrogates(doc: Document, data: Any, here: PathT = ()) -> None:
+    """Raise at the first string or key of Python ``data`` (at ``here`` in ``doc``) holding a lone
+    surrogate (text that cannot be written as UTF-8: a result or a state naming it could not be
+    stored). Shared objects are fine in Python data; each is looked at once."""
     seen: set[int] = set()
-    stack: list[tuple[PathT, Any, bool]] = [((), doc.data, False)]
+    stack: list[tuple[PathT, Any, bool]] = [(here, data, False)]
     while stack:
         here, value, is_key = stack.pop()
         if isinstance(value, (Mapping, list, tuple)):
