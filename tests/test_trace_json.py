@@ -48,3 +48,22 @@ def test_derived_utilities_repairs_and_invalid_records_are_written_as_the_entrie
     lines = result.trace.json_lines()
     assert all(any(name in line for line in lines) for name in ('"derived_utility"', '"repairs"', '"invalid"'))
     assert lines == [json_text(entry.to_dict()) for entry in result.trace]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([None, "k", 'q"uote', "back\\slash", "é", "\x07", "😀", "\U0010ffff"]),
+                          st.integers(0, 2)), min_size=1, max_size=12),
+       st.sampled_from(["latest-key", "newest-fact"]))
+def test_latest_key_verdicts_worded_for_many_rows_read_as_each_rows_own(rows, rule_id) -> None:
+    # the latest-key rule writes its verdicts' JSON for all rows at once (RuleMask.written): the
+    # same bytes as each row's own verdict, whatever its key and id hold, ties and keyless rows too
+    policy = memsolve.policy_from_text(
+        "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: t}\nbudget: {tokens: 3}\n"
+        f"rules:\n  - id: {rule_id}\n    latest_key: {{}}\n", "t.yaml")
+    ids = ["a", 'i"d', "\\", "ü", "\n", "😀", "\x1f"]
+    items = [{"id": f"{ids[i % len(ids)]}{i}", "timestamp": stamp, "tokens": 1, "utility": 1.0,
+              **({} if key is None else {"key": key})} for i, (key, stamp) in enumerate(rows)]
+    result = memsolve.solve(policy, memsolve.load_records(items), memsolve.Context(now=5))
+    lines = result.trace.json_lines()
+    assert lines == [json_text(entry.to_dict()) for entry in result.trace]
+    assert all(f'"rule": "{rule_id}"' in line for line in lines)

@@ -21,6 +21,7 @@ from ..context import ResolvedContext
 from ..errors import InputError
 from ..records import DELETE, Record
 from ..relevance import RelevanceIndex
+from ..result import json_string
 from ..timeutil import RFC3339, TimeValueError, format_time, parse_duration
 from .model import (
     Duration,
@@ -331,22 +332,43 @@ def _latest_key(rule: LatestKeyRule, cols: Columns) -> RuleMask:
         records = cols.records
         return records[row], records[winners[row]], ties[row]
 
-    def worded(record: Record, best: Record, tied: bool) -> str:
-        if record.key is None:
+    def worded(key: str | None, latest: str, is_latest: bool, tied: bool) -> str:
+        if key is None:
             return "record has no key"
-        if best is record:
-            return f"latest for key `{record.key}`{' (timestamp tie won by later input position)' if tied else ''}"
+        if is_latest:
+            return f"latest for key `{key}`{' (timestamp tie won by later input position)' if tied else ''}"
         tie_note = " (same timestamp; the later input position wins)" if tied else ""
-        return f"superseded by `{best.id}` for key `{record.key}`{tie_note}"
+        return f"superseded by `{latest}` for key `{key}`{tie_note}"
+
+    def reason(row: int) -> str:
+        record, best, tied = facts(row)
+        return worded(record.key, best.id, best is record, tied)
 
     def explain(row: int) -> Verdict:
         record, best, tied = facts(row)
         if record.key is None:
-            return Verdict(rule.id, True, worded(record, best, tied), {"key": None})
+            return Verdict(rule.id, True, reason(row), {"key": None})
         evidence = {"key": record.key, "latest": best.id, "tie": tied}
-        return Verdict(rule.id, best is record, worded(record, best, tied), evidence)
+        return Verdict(rule.id, best is record, reason(row), evidence)
 
-    return RuleMask(rule.id, passed, explain, reason=lambda row: worded(*facts(row)))
+    def written(rows: np.ndarray) -> list[str]:
+        # each row's verdict as JSON, worded from escaped pieces: a JSON string escapes character
+        # by character, so the escaped reason is its pieces' escaped texts joined
+        head = f'{{"rule": {json_string(rule.id)}, "passed": '
+        keys = [json_string(key)[1:-1] for key in cols.key.values]
+        ids = [json_string(record.id)[1:-1] for record in cols.records]
+        codes, winners, ties = cols.key.codes[rows].tolist(), winner[rows].tolist(), tie[rows].tolist()
+        out = []
+        for row, code, best, tied in zip(rows.tolist(), codes, winners, ties, strict=True):
+            if code == ABSENT:
+                out.append(f'{head}true, "reason": "{worded(None, "", True, False)}", "evidence": {{"key": null}}}}')
+                continue
+            key, latest, is_latest = keys[code], ids[best], best == row
+            out.append(f'{head}{"true" if is_latest else "false"}, "reason": "{worded(key, latest, is_latest, tied)}", '
+                       f'"evidence": {{"key": "{key}", "latest": "{latest}", "tie": {"true" if tied else "false"}}}}}')
+        return out
+
+    return RuleMask(rule.id, passed, explain, reason=reason, written=written)
 
 
 def _latest(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
