@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import memsolve
 from memsolve.policies.verdicts import Ceiling
+from memsolve.pricing import RoundPrice
 from memsolve.records import DELETE
 from memsolve.result import Trace, json_text
 
@@ -24,8 +25,12 @@ def test_the_lines_from_the_arrays_are_the_entries_json(case, trace, engine, dat
     if data.draw(st.booleans()):  # a round with state: the fidelity-ceiling rule too
         ceilings = {f"r{i}": Ceiling(data.draw(st.sampled_from(LEVELS + (DELETE,))), 3)
                     for i in data.draw(st.lists(st.integers(0, 14), max_size=6, unique=True))}
+    # a round's price (values are utility less price x tokens) or none (each value is its utility)
+    lam = data.draw(st.sampled_from([0.0, 0.5, 3.0]))
+    round_price = RoundPrice(2, 1.0, lam) if lam else None
     try:
-        result = memsolve.pipeline.run(policy, records, context, engine=engine, trace=trace, ceilings=ceilings).result
+        result = memsolve.pipeline.run(policy, records, context, engine=engine, trace=trace, ceilings=ceilings,
+                                       round_price=round_price).result
     except memsolve.InputError:
         return  # the current session only, and no session given: no result
     assert isinstance(result.trace, Trace)

@@ -65,9 +65,12 @@ def allocation_texts(allocations: Allocations, rows: np.ndarray) -> list[str] | 
     at = np.nonzero(offered)
     cells = np.full(tokens.shape, "", dtype=object)
     if at[0].size:
+        utilities = _numbers(utility[at])
+        # at a price of 0 each value is its utility, bit for bit (-0.0 too): written once
+        values = utilities if np.array_equal(value.view(np.int64), utility.view(np.int64)) else _numbers(value[at])
+        sizes = map(int.__repr__, tokens[at].tolist())  # ints as the encoder writes them, without it
         cells[at] = [f', {{"level": {names[j]}, "tokens": {t}, "utility": {u}, "value": {v}}}'
-                     for j, t, u, v in zip(at[1].tolist(), _numbers(tokens[at]), _numbers(utility[at]),
-                                           _numbers(value[at]), strict=True)]
+                     for j, t, u, v in zip(at[1].tolist(), sizes, utilities, values, strict=True)]
     offers = cells.sum(axis=1).tolist() if tokens.shape[1] else [""] * len(rows)
     names.append(json_string("delete"))
     choice = allocations.choice[rows].tolist()
