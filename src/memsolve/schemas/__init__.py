@@ -1,19 +1,28 @@
-"""The JSON Schemas memsolve validates against (package data), and one-line error messages."""
+"""The JSON Schemas memsolve validates against (package data), and one-line error messages.
+
+jsonschema is the authority and words every error, but importing it costs a process ~45 ms:
+:func:`conforms` answers "valid" for the keywords these schemas use, exactly as jsonschema
+would (tests/test_schemas.py holds the two together on generated documents), and jsonschema
+is imported only when a document is not valid, or when the answer needs it.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
-from typing import Any
-
-import jsonschema
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any
 
 from ..errors import InputError, shown, unknown
 from ..source import Document
+
+if TYPE_CHECKING:  # imported when an error is worded (see the module)
+    import jsonschema
+    from jsonschema import Draft202012Validator
 
 
 @cache
@@ -31,6 +40,8 @@ def validator(name: str, definition: str | None = None) -> Draft202012Validator:
     schema = load_schema(name)
     if definition is not None:
         schema = {"$schema": schema["$schema"], "$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"}
+    from jsonschema import Draft202012Validator
+
     return Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
 
 
@@ -38,19 +49,19 @@ def first_error(
     validator_: Draft202012Validator, data: Any
 ) -> jsonschema.ValidationError | None:
     """The error a person should fix first: the earliest in document order, deepest first."""
+    from jsonschema.exceptions import best_match, by_relevance
+
     errors = list(validator_.iter_errors(data))
     if not errors:
         return None
-    return jsonschema.exceptions.best_match(errors, key=_relevance)
+    relevance = by_relevance()
 
+    def key(error: jsonschema.ValidationError) -> tuple[Any, ...]:
+        # jsonschema's relevance, with paths that compare whatever their keys: YAML allows a
+        # number as a mapping key beside strings, and comparing the two paths failed inside jsonschema
+        return tuple(tuple(map(_step, part)) if isinstance(part, deque) else part for part in relevance(error))
 
-_RELEVANCE = jsonschema.exceptions.by_relevance()
-
-
-def _relevance(error: jsonschema.ValidationError) -> tuple[Any, ...]:
-    """jsonschema's relevance, with paths that compare whatever their keys: YAML allows a number
-    as a mapping key beside strings, and comparing the two paths failed inside jsonschema."""
-    return tuple(tuple(map(_step, part)) if isinstance(part, deque) else part for part in _RELEVANCE(error))
+    return best_match(errors, key=key)
 
 
 def _step(part: Any) -> tuple[int, int, str]:
@@ -134,6 +145,8 @@ def check(
     doc: Document, data: Any, name: str, definition: str | None = None, prefix: Sequence[Any] = ()
 ) -> None:
     """Raise InputError (file:line:column, path, what was expected) at the first schema error."""
+    if conforms(name, data, definition):
+        return
     error = first_error(validator(name, definition), data)
     if error is None:
         return
@@ -144,3 +157,145 @@ def schema_error(doc: Document, error: jsonschema.ValidationError, prefix: Seque
     path, message = describe(error)
     at_key = message.startswith("unknown field")
     return doc.error(tuple(prefix) + path, message, key=at_key)
+
+
+# --- valid or not, without jsonschema ----------------------------------------------------
+
+
+class _Unsure(Exception):
+    """The answer needs jsonschema: a keyword, a reference or a value this check does not take."""
+
+
+def conforms(name: str, data: Any, definition: str | None = None) -> bool:
+    """Whether ``data`` is valid against the schema ``name`` (or one of its ``$defs``); False also
+    where only jsonschema can tell (then :func:`check` asks it). Never True for a document
+    jsonschema refuses."""
+    root = load_schema(name)
+    try:
+        return _valid(root, root if definition is None else root["$defs"][definition], data)
+    except _Unsure:
+        return False
+
+
+_JSON_TYPES = (dict, list, str, int, float, bool, type(None))
+_ANNOTATIONS = frozenset(("$schema", "$id", "$defs", "$comment", "title", "description", "default", "examples"))
+
+
+def _valid(root: dict[str, Any], node: Any, value: Any) -> bool:
+    if isinstance(node, bool):
+        return node
+    if type(value) not in _JSON_TYPES or (type(value) is float and not math.isfinite(value)):
+        raise _Unsure  # what jsonschema makes of other types (a Decimal is a number) is its own
+    for keyword, argument in node.items():
+        if keyword in _ANNOTATIONS:
+            continue
+        test = _KEYWORDS.get(keyword)
+        if test is None:
+            raise _Unsure
+        if not test(root, node, argument, value):
+            return False
+    return True
+
+
+def _is(kind: str, value: Any) -> bool:
+    """jsonschema's types: a bool is no number; an integral float is an integer."""
+    if kind == "integer":
+        return type(value) is int or (type(value) is float and value.is_integer())
+    if kind == "number":
+        return type(value) in (int, float)
+    return type(value) is {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}[kind]
+
+
+def _equal(value: Any, expected: Any) -> bool:
+    """jsonschema's equality for scalars (true is not 1; 1 is 1.0)."""
+    if isinstance(value, (dict, list)) or isinstance(expected, (dict, list)):
+        raise _Unsure
+    if isinstance(value, bool) or isinstance(expected, bool):
+        return type(value) is type(expected) and value == expected
+    if isinstance(value, str) or isinstance(expected, str):
+        return type(value) is type(expected) and value == expected
+    return bool(value == expected)
+
+
+def _keys(value: dict[Any, Any]) -> dict[Any, Any]:
+    if not all(type(key) is str for key in value):
+        raise _Unsure  # a YAML mapping may have numbers as keys
+    return value
+
+
+def _properties(root: dict[str, Any], node: dict[str, Any], argument: Any, value: Any) -> bool:
+    return not isinstance(value, dict) or all(
+        _valid(root, argument[key], item) for key, item in _keys(value).items() if key in argument)
+
+
+def _additional(root: dict[str, Any], node: dict[str, Any], argument: Any, value: Any) -> bool:
+    if not isinstance(value, dict):
+        return True
+    if "patternProperties" in node:
+        raise _Unsure
+    named = node.get("properties", {})
+    return all(_valid(root, argument, item) for key, item in _keys(value).items() if key not in named)
+
+
+def _number_test(compare: Callable[[Any, Any], bool]) -> Callable[[dict[str, Any], dict[str, Any], Any, Any], bool]:
+    return lambda root, node, argument, value: not _is("number", value) or compare(value, argument)
+
+
+def _unique(root: dict[str, Any], node: dict[str, Any], argument: Any, value: Any) -> bool:
+    if not argument or not isinstance(value, list):
+        return True
+    if not all(type(item) is str for item in value):
+        raise _Unsure
+    return len(set(value)) == len(value)
+
+
+def _one_of(root: dict[str, Any], node: dict[str, Any], argument: Any, value: Any) -> bool:
+    return sum(_valid(root, branch, value) for branch in argument) == 1
+
+
+def _if(root: dict[str, Any], node: dict[str, Any], argument: Any, value: Any) -> bool:
+    branch = node.get("then", True) if _valid(root, argument, value) else node.get("else", True)
+    return _valid(root, branch, value)
+
+
+def _ref(root: dict[str, Any], node: dict[str, Any], argument: Any, value: Any) -> bool:
+    if not argument.startswith("#/$defs/") or "/" in argument[8:]:
+        raise _Unsure
+    return _valid(root, root["$defs"][argument[8:]], value)
+
+
+@cache
+def _pattern(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+_KEYWORDS: dict[str, Callable[[dict[str, Any], dict[str, Any], Any, Any], bool]] = {
+    "type": lambda root, node, argument, value: any(_is(kind, value) for kind in (
+        [argument] if isinstance(argument, str) else argument)),
+    "properties": _properties,
+    "additionalProperties": _additional,
+    "required": lambda root, node, argument, value: not isinstance(value, dict) or all(k in value for k in argument),
+    "propertyNames": lambda root, node, argument, value: not isinstance(value, dict) or all(
+        _valid(root, argument, key) for key in value),
+    "minProperties": lambda root, node, argument, value: not isinstance(value, dict) or len(value) >= argument,
+    "maxProperties": lambda root, node, argument, value: not isinstance(value, dict) or len(value) <= argument,
+    "items": lambda root, node, argument, value: not isinstance(value, list) or all(
+        _valid(root, argument, item) for item in value),
+    "minItems": lambda root, node, argument, value: not isinstance(value, list) or len(value) >= argument,
+    "uniqueItems": _unique,
+    "minLength": lambda root, node, argument, value: not isinstance(value, str) or len(value) >= argument,
+    "pattern": lambda root, node, argument, value: not isinstance(value, str) or bool(
+        _pattern(argument).search(value)),
+    "const": lambda root, node, argument, value: _equal(value, argument),
+    "enum": lambda root, node, argument, value: any(_equal(value, option) for option in argument),
+    "minimum": _number_test(lambda value, bound: value >= bound),
+    "maximum": _number_test(lambda value, bound: value <= bound),
+    "exclusiveMinimum": _number_test(lambda value, bound: value > bound),
+    "exclusiveMaximum": _number_test(lambda value, bound: value < bound),
+    "not": lambda root, node, argument, value: not _valid(root, argument, value),
+    "oneOf": _one_of,
+    "if": _if,
+    "then": lambda root, node, argument, value: True,  # read by "if"
+    "else": lambda root, node, argument, value: True,
+    "$ref": _ref,
+}
