@@ -25,7 +25,10 @@
  *      every heaviest level: the search could not prune a state). The capacity is first rounded
  *      down to a multiple of the gcd of the usable tokens. The search stops when no state is
  *      left or the next row's gap exceeds the gap between the bound and the incumbent: no row
- *      outside the core can change, which is the proof of optimality.
+ *      outside the core can change, which is the proof of optimality. Where the optimum is far
+ *      below the bound with every row's gap inside it (a budget just below the sum of the lightest
+ *      levels), the search, once large, tightens each state's bound: a whole option must move
+ *      (Moves), the exact LP of the rows outside the search (Side), and the values' gcd.
  *   4. Phase 2, the tie rule among allocations worth (V*, W*): levels that cannot be in
  *      such an allocation are removed by the Lagrangian bound at lambda (this is the
  *      reduction handed to CP-SAT and to explain). The rows left with several levels
@@ -50,6 +53,7 @@
 typedef __int128 i128;
 
 #define PHASE1_LIMIT 10000000  /* states generated before the search gives up (~0.1 s) */
+#define MOVES_AFTER 65536      /* states generated before the search tightens its bound (Moves) */
 #define PHASE2_LIMIT 2000000   /* states generated before the tie-rule DP gives up */
 #define PHASE2_BOUNDED 60000000 /* ... unless its table bounds it by this many (~0.3 s) */
 #define FILL_ROOM 65536        /* the tie fill's DP: room left by the floor, at most */
@@ -251,13 +255,17 @@ static size_t extend_sorted(Candidate *cand, size_t sorted, size_t *n_cand, cons
    hi = the smallest such "into R" over those rows, a completion that adds d tokens to them
    adds at most lo * d value (d >= 0) or loses at least hi * |d| (d < 0): much tighter than the
    single multiplier once the rows nearest the split are in the search. The extremes are kept
-   for the RANKED rows with the largest (smallest) efficiencies; past them lambda itself is used. */
+   for the RANKED rows with the largest (smallest) efficiencies; past them, the exact extreme of
+   the rows outside the ranking (all of them tie it on Pisinger's correlated classes, where the
+   multiplier in its place left every state of a budget below the lightest levels alive). */
 #define RANKED 128
 typedef struct {
     Candidate rank[RANKED];  /* gap field: the key, -efficiency (next) or efficiency (into R) */
     Increment inc[RANKED];
     size_t len, offered;
-    double boundary;         /* the last ranked key: rows outside the ranking have keys >= it */
+    int largest;             /* 1: "next" increments (the extreme is the most efficient) */
+    int has_outside;
+    Increment outside;       /* the exact extreme of the increments turned away or evicted */
 } Ranking;
 
 static void swap_ranked(Ranking *rk, size_t a, size_t b) {
@@ -267,6 +275,16 @@ static void swap_ranked(Ranking *rk, size_t a, size_t b) {
 
 /* Offers a row to the ranking, which keeps the RANKED smallest keys (a max-heap while filling:
    most rows are turned away by one comparison). */
+/* An increment leaves (or never enters) the ranking: the most extreme of those is kept exactly,
+   so the bound over rows outside the ranking needs no multiplier (see extreme). */
+static inline void rank_outside(Ranking *rk, const Increment *x) {
+    if (!rk->has_outside || (rk->largest ? compare_efficiency(x, &rk->outside) > 0
+                                         : compare_efficiency(x, &rk->outside) < 0)) {
+        rk->outside = *x;
+        rk->has_outside = 1;
+    }
+}
+
 static void rank_offer(Ranking *rk, double key, Py_ssize_t row, Increment inc) {
     rk->offered++;
     size_t at;
@@ -280,7 +298,12 @@ static void rank_offer(Ranking *rk, double key, Py_ssize_t row, Increment inc) {
         }
         return;
     }
-    if (key >= rk->rank[0].gap) return;
+    if (key >= rk->rank[0].gap) {
+        /* usually far from the outside extreme in floating point: no exact comparison */
+        if (!rk->has_outside || key <= (rk->largest ? -rk->outside.eff : rk->outside.eff)) rank_outside(rk, &inc);
+        return;
+    }
+    rank_outside(rk, &rk->inc[0]);
     rk->rank[0] = (Candidate){key, row};
     rk->inc[0] = inc;
     at = 0;
@@ -306,24 +329,26 @@ static void rank_finish(Ranking *rk) {
     for (size_t a = 0; a < rk->len; a++) rows[a] = (RankedRow){rk->rank[a], rk->inc[a]};
     qsort(rows, rk->len, sizeof(RankedRow), compare_ranked);
     for (size_t a = 0; a < rk->len; a++) { rk->rank[a] = rows[a].c; rk->inc[a] = rows[a].inc; }
-    /* 1e308: every row is ranked */
-    rk->boundary = rk->offered > rk->len ? rk->rank[rk->len - 1].gap : 1e308;
 }
 
-/* The extreme efficiency among ranked rows not yet searched: `largest` for "next" increments.
-   Returns 0 when it cannot be trusted (the ranked rows are used up, or it ties the boundary
-   in floating point, where an unranked row might be exactly more extreme). */
+/* The extreme efficiency over the rows not yet searched, `largest` for "next" increments: the
+   ranked rows' not yet searched, or the exact extreme of those outside the ranking (which may
+   include searched rows: a bound no less safe, and tighter than the multiplier). Returns -1
+   when no row is left at all. */
 static int extreme(const Ranking *rk, const unsigned char *searched, int largest, Increment *out) {
     int found = 0;
-    double key = 0.0;
     for (size_t a = 0; a < rk->len; a++) {
         if (searched[rk->rank[a].row]) continue;
         int better = !found || (largest ? compare_efficiency(&rk->inc[a], out) > 0
                                         : compare_efficiency(&rk->inc[a], out) < 0);
-        if (better) { *out = rk->inc[a]; key = rk->rank[a].gap; found = 1; }
+        if (better) { *out = rk->inc[a]; found = 1; }
     }
-    if (!found) return rk->boundary == 1e308 ? -1 : 0;  /* -1: no row left at all */
-    return key < rk->boundary ? 1 : 0;
+    if (rk->has_outside && (!found || (largest ? compare_efficiency(&rk->outside, out) > 0
+                                               : compare_efficiency(&rk->outside, out) < 0))) {
+        *out = rk->outside;
+        found = 1;
+    }
+    return found ? 1 : -1;
 }
 
 typedef struct {
@@ -332,6 +357,7 @@ typedef struct {
     const uint8_t *usable;
     int64_t capacity;
     int64_t p, q;     /* lambda = p / q */
+    int at_once;      /* tests: the search tightens its bound from the first state (MOVES_AFTER) */
 } Problem;
 
 /* option o of row i: a level 0..k-1, or k = delete */
@@ -353,7 +379,7 @@ static inline i128 reduced(const Problem *P, int64_t w, int64_t v) {
    value with fewer tokens. Outside rows add at most lo * d value for d >= 0 added tokens and
    lose at least hi * |d| for d < 0 (see Ranking). */
 static int may_improve(int64_t a, int64_t w, int64_t capacity, const Increment *lo, const Increment *hi,
-                       int hi_infinite, int64_t value, int64_t tokens) {
+                       int hi_infinite, int64_t value, int64_t tokens, int64_t step) {
     int64_t room = capacity - w;
     i128 gain;  /* the bound on the value, times the multiplier's denominator */
     const Increment *m;
@@ -362,7 +388,7 @@ static int may_improve(int64_t a, int64_t w, int64_t capacity, const Increment *
     else m = hi;
     gain = (i128)m->ds * a + (i128)m->dv * room;
     if (gain < (i128)m->ds * value) return 0;
-    if (gain >= (i128)m->ds * (value + 1)) return 1;
+    if (gain >= (i128)m->ds * (value + step)) return 1;  /* step: the values' gcd (see value_step) */
     /* worth at most `value`: a completion worth it needs d >= (value - a) / lambda tokens */
     int64_t need = value - a;
     int64_t fewer = tokens - w;  /* tokens the outside rows may add and still use fewer */
@@ -372,6 +398,165 @@ static int may_improve(int64_t a, int64_t w, int64_t capacity, const Increment *
     }
     if (hi_infinite) return fewer > 0;
     return (i128)hi->ds * need < (i128)hi->dv * fewer;
+}
+
+/* Pisinger's bound takes the rows outside the search as continuous; where a completion must move
+   a whole option, it is tighter. Over a set S of rows at their reference, with L at least every
+   "next" efficiency and H at most every "into R" efficiency in S, a completion that sheds d > 0
+   tokens moves options down, at least ceil(d / D) of them (D: the most tokens a down move in S
+   gives back; eta: the least of loss - L * tokens over S's down moves), and changes the value by
+   at most -L * d - ceil(d / D) * eta; one within room >= 0 tokens gains at most
+   max(0, H * room - theta) (theta: the least of H * tokens - gain over S's up moves). On a budget
+   just below the sum of the lightest levels (strongly correlated) every completion of a state over
+   the capacity deletes a record and loses its worth at L = 1, which the continuous bound hides:
+   without this test the search kept a state for every token of the window, all rows long.
+   S is the rows outside the search when computed: it only shrinks, so the test stays valid. */
+typedef struct {
+    Increment L, H;
+    i128 eta, theta;  /* over L.ds and H.ds */
+    int64_t most_down;
+    int has_down, has_up, ready;
+    size_t at;        /* states generated when computed */
+} Moves;
+
+static void moves_compute(Moves *M, const Problem *P, const int32_t *floor_opt, const unsigned char *searched,
+                          const Increment *lo, const Increment *hi, int hi_infinite, size_t generated) {
+    Py_ssize_t n = P->n, k = P->k;
+    M->L = *lo; M->H = *hi;
+    M->has_down = M->has_up = 0;
+    M->eta = M->theta = 0;
+    M->ready = 1;
+    M->at = generated;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (searched[i]) continue;
+        int32_t f = floor_opt[i];
+        int64_t fw = option_w(P, i, f), fv = option_v(P, i, f);
+        for (Py_ssize_t o = 0; o <= k; o++) {
+            if (o == f || !option_ok(P, i, o)) continue;
+            int64_t d = option_w(P, i, o) - fw, g = option_v(P, i, o) - fv;
+            if (d < 0) {
+                i128 e = (i128)M->L.ds * (-g) - (i128)M->L.dv * (-d);
+                if (!M->has_down || e < M->eta) M->eta = e;
+                if (!M->has_down || -d > M->most_down) M->most_down = -d;
+                M->has_down = 1;
+            } else if (d > 0 && !hi_infinite) {
+                i128 t = (i128)M->H.dv * d - (i128)M->H.ds * g;
+                if (!M->has_up || t < M->theta) M->theta = t;
+                M->has_up = 1;
+            }
+        }
+    }
+    if (hi_infinite) M->has_up = 0;  /* no down move: the continuous bound is all there is */
+}
+
+/* A completion of the state (value a, tokens w) may reach `value` (see Moves). */
+static inline int moves_may_reach(const Moves *M, int64_t a, int64_t w, int64_t capacity, int64_t value) {
+    int64_t room = capacity - w;
+    if (room < 0) {
+        if (!M->has_down) return 0;
+        int64_t moved = (-room - 1) / M->most_down + 1;  /* down moves, at least (at most 2**20 counted) */
+        if (moved > ((int64_t)1 << 20)) moved = (int64_t)1 << 20;
+        return (i128)M->L.ds * a - (i128)M->L.dv * (-room) - moved * M->eta >= (i128)M->L.ds * value;
+    }
+    if (a >= value || !M->has_up) return 1;
+    return (i128)M->H.ds * a + (i128)M->H.dv * room - M->theta >= (i128)M->H.ds * value;
+}
+
+/* The LP of the rows outside the search, exactly: where many rows' efficiencies lie near the
+   multiplier (weakly correlated), Pisinger's single extreme stays near it and the states of a
+   window of thousands of tokens either side of the capacity all survive; the hull increments
+   of the rows outside the search, taken in order of efficiency (up from each row's reference,
+   most efficient first; down, least efficient first: each row's own increments come in its hull
+   order), bound what a completion gains with `room` tokens or loses shedding d, and fall off
+   within a few dozen increments. The sorted increments are built once (rows searched later are
+   skipped); each layer takes the prefix it needs, for the rows still outside. */
+typedef struct { int64_t ds, dv; int64_t row; } RowInc;
+typedef struct {
+    RowInc *all;        /* sorted: most efficient first (up), least first (down) */
+    size_t len, first;  /* first: all[..first) are rows searched */
+    RowInc *take;       /* this layer's prefix over rows outside the search */
+    int64_t *sum_ds, *sum_dv;  /* sums before take[j] */
+    size_t m, at;       /* entries taken; all[at] the next to look at */
+} Side;
+
+static int compare_up(const void *a, const void *b) {
+    const RowInc *x = a, *y = b;
+    i128 l = (i128)x->dv * y->ds, r = (i128)y->dv * x->ds;
+    if (l != r) return l > r ? -1 : 1;
+    return (x->row > y->row) - (x->row < y->row);
+}
+
+static int compare_down(const void *a, const void *b) { return -compare_up(a, b); }
+
+static void side_layer(Side *S, const unsigned char *searched) {
+    while (S->first < S->len && searched[S->all[S->first].row]) S->first++;
+    S->m = 0;
+    S->at = S->first;
+    S->sum_ds[0] = S->sum_dv[0] = 0;
+}
+
+/* Takes increments until their tokens reach `need` or none is left; returns the entries. */
+static size_t side_extend(Side *S, const unsigned char *searched, int64_t need) {
+    while (S->sum_ds[S->m] < need && S->at < S->len) {
+        RowInc x = S->all[S->at++];
+        if (searched[x.row]) continue;
+        S->take[S->m] = x;
+        S->sum_ds[S->m + 1] = S->sum_ds[S->m] + x.ds;
+        S->sum_dv[S->m + 1] = S->sum_dv[S->m] + x.dv;
+        S->m++;
+    }
+    return S->m;
+}
+
+/* sign * (the LP's change in value over `tokens` tokens) + a >= target: up (sign 1) the gain
+   with at most `tokens` added; down (sign -1) the least loss shedding at least `tokens`. */
+static int side_reach(Side *S, const unsigned char *searched, int sign, int64_t tokens, int64_t a, int64_t target) {
+    size_t m = side_extend(S, searched, tokens);
+    if (S->sum_ds[m] <= tokens) {  /* every increment fits */
+        if (sign < 0 && S->sum_ds[m] < tokens) return 0;  /* the rows cannot give back that many */
+        return (i128)a + sign * (i128)S->sum_dv[m] >= target;
+    }
+    size_t lo = 0, hi = m - 1;  /* the entry j with sum_ds[j] <= tokens < sum_ds[j + 1] */
+    while (lo < hi) {
+        size_t mid = (lo + hi + 1) / 2;
+        if (S->sum_ds[mid] <= tokens) lo = mid;
+        else hi = mid - 1;
+    }
+    const RowInc *x = &S->take[lo];
+    i128 v = (i128)x->ds * (a + sign * S->sum_dv[lo]) + sign * (i128)x->dv * (tokens - S->sum_ds[lo]);
+    return v >= (i128)x->ds * target;
+}
+
+/* The LP of the rows outside the search lets a completion of (a, w) reach `target` within
+   `capacity` tokens. */
+static int lp_reach(Side *up, Side *down, const unsigned char *searched, int64_t a, int64_t w, int64_t capacity,
+                    int64_t target) {
+    int64_t room = capacity - w;
+    if (room >= 0) return a >= target || side_reach(up, searched, 1, room, a, target);
+    return side_reach(down, searched, -1, -room, a, target);
+}
+
+/* Every allocation's value is a multiple of the gcd of the usable values: a completion that beats
+   the incumbent's value beats it by that much (integral utilities: the scaling's factor; the
+   bound's fraction of it proves a weakly correlated optimum the LP window could not). 1 when the
+   values share no factor, found after a few of them. */
+static int64_t value_step(const Problem *P) {
+    int64_t g = 0;
+    size_t cells = (size_t)P->n * (size_t)P->k;
+    for (size_t j = 0; j < cells && g != 1; j++) {
+        if (!P->usable[j] || !P->values[j] || (g && P->values[j] % g == 0)) continue;
+        int64_t a = P->values[j] < 0 ? -P->values[j] : P->values[j], b = g;
+        while (b) { int64_t t = a % b; a = b; b = t; }
+        g = a;
+    }
+    return g ? g : 1;
+}
+
+/* A completion of the state may beat the incumbent (value, tokens): more value within the
+   capacity, or as much within fewer tokens. */
+static inline int moves_may_improve(const Moves *M, int64_t a, int64_t w, int64_t capacity, int64_t value,
+                                    int64_t tokens, int64_t step) {
+    return moves_may_reach(M, a, w, capacity, value + step) || moves_may_reach(M, a, w, tokens - 1, value);
 }
 
 /* A completion worth exactly `value` within `tokens` tokens may exist. */
@@ -549,7 +734,8 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
 #define KEEP_BYTES ((size_t)64 << 20)
 enum { W_HULL, W_HULL_W, W_HULL_V, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
        W_CAND, W_GREEDY, W_BAND, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
-       W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_UTIL, W_REF, W_LOSS_ALLOC, W_ROW_BEST, W_TIED_MASK, W_KEEP_MASK, W_SLOTS };
+       W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_UTIL, W_REF, W_LOSS_ALLOC, W_ROW_BEST, W_TIED_MASK, W_KEEP_MASK,
+       W_LP_UP, W_LP_DOWN, W_LP_UP_TAKE, W_LP_DOWN_TAKE, W_LP_SUMS, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
 static Vec ws_states = {NULL, 0, 0, sizeof(State)}, ws_layer_start = {NULL, 0, 0, sizeof(size_t)};
@@ -744,6 +930,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     memset(searched, 0, (size_t)n);
     memset(&rank_next, 0, sizeof rank_next);
     memset(&rank_prev, 0, sizeof rank_prev);
+    rank_next.largest = 1;
     i128 upper = (i128)P->p * P->capacity;
     for (Py_ssize_t i = 0; i < n; i++) {
         size_t at = (size_t)i * (size_t)(k + 1);
@@ -1042,6 +1229,11 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     ((size_t *)layer_start.a)[1] = 1;
     layer_start.len = 2;
     long inc_layer = -1;  /* the incumbent: -1 the greedy allocation, else a state's layer */
+    Moves moves = {.ready = 0};
+    Side up = {0}, down = {0};
+    int lp_ready = 0;
+    int64_t step = 1;  /* the values' gcd once the search is large (value_step) */
+    size_t tighten_after = P->at_once ? 0 : MOVES_AFTER;
     int32_t inc_parent = -1, inc_option = -1;
     size_t layers = 0, generated = 1;
     for (size_t c = 0; !proven; c++) {
@@ -1060,9 +1252,44 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         Increment lo = increment(P->q, P->p), hi = lo;
         int lo_state = extreme(&rank_next, searched, 1, &lo), hi_state = extreme(&rank_prev, searched, 0, &hi);
         if (lo_state < 0) lo = increment(1, 0);  /* no row can take more tokens: adds no value */
-        if (lo_state == 0) lo = increment(P->q, P->p);
-        if (hi_state == 0) hi = increment(P->q, P->p);
         int hi_infinite = hi_state < 0;  /* no row can give tokens back */
+        /* the one-move test, once the search is large, again when the extremes moved and the
+           search has doubled since (each computation is a pass over the rows) */
+        if (generated > tighten_after && (!moves.ready || (generated > 2 * moves.at
+                && (compare_efficiency(&lo, &moves.L) != 0 || compare_efficiency(&hi, &moves.H) != 0))))
+            moves_compute(&moves, P, floor_opt, searched, &lo, &hi, hi_infinite, generated);
+        if (generated > tighten_after && !lp_ready) {
+            step = value_step(P);
+            /* the hull increments of the rows outside the search, up and down from their floors */
+            size_t cells = (size_t)n * (size_t)(k + 1);
+            up.all = scratch(W_LP_UP, cells, sizeof(RowInc));
+            down.all = scratch(W_LP_DOWN, cells, sizeof(RowInc));
+            up.take = scratch(W_LP_UP_TAKE, cells, sizeof(RowInc));
+            down.take = scratch(W_LP_DOWN_TAKE, cells, sizeof(RowInc));
+            up.sum_ds = scratch(W_LP_SUMS, 4 * (cells + 1), sizeof(int64_t));
+            if (!up.all || !down.all || !up.take || !down.take || !up.sum_ds) goto done;
+            up.sum_dv = up.sum_ds + (cells + 1);
+            down.sum_ds = up.sum_ds + 2 * (cells + 1);
+            down.sum_dv = up.sum_ds + 3 * (cells + 1);
+            up.len = down.len = 0;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                if (searched[i]) continue;
+                size_t at = (size_t)i * (size_t)(k + 1);
+                for (int t = 1; t < hull_len[i]; t++) {
+                    RowInc x = {hull_w[at + t] - hull_w[at + t - 1], hull_v[at + t] - hull_v[at + t - 1], i};
+                    if (t > floor_pos[i]) up.all[up.len++] = x;
+                    else down.all[down.len++] = x;
+                }
+            }
+            qsort(up.all, up.len, sizeof(RowInc), compare_up);
+            qsort(down.all, down.len, sizeof(RowInc), compare_down);
+            up.first = down.first = 0;
+            lp_ready = 1;
+        }
+        if (lp_ready) {
+            side_layer(&up, searched);
+            side_layer(&down, searched);
+        }
         int f = floor_opt[r];
         int64_t fw = option_w(P, r, f), fv = option_v(P, r, f);
         Merge merge = {.size = sizeof(State), .from = from, .to = to};
@@ -1091,7 +1318,10 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
                 inc_parent = (int32_t)(parent - from);
                 inc_option = option;
             }
-            if (!may_improve(tv, floor_w + bw, P->capacity, &lo, &hi, hi_infinite, inc_v, inc_w)) continue;
+            if (!may_improve(tv, floor_w + bw, P->capacity, &lo, &hi, hi_infinite, inc_v, inc_w, step)) continue;
+            if (moves.ready && !moves_may_improve(&moves, tv, floor_w + bw, P->capacity, inc_v, inc_w, step)) continue;
+            if (lp_ready && !lp_reach(&up, &down, searched, tv, floor_w + bw, P->capacity, inc_v + step)
+                && !lp_reach(&up, &down, searched, tv, floor_w + bw, inc_w - 1, inc_v)) continue;
             st[states.len++] = (State){bw, bv, (int32_t)(parent - from), option};
         }
         if (vec_reserve(&layer_start, 1)) goto done;
@@ -1485,8 +1715,9 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     long long capacity;
     int bounded_ties;
     Py_ssize_t n, k;
-    if (!PyArg_ParseTuple(args, "nnOOOLOOOi", &n, &k, &o_tokens, &o_values, &o_usable, &capacity, &o_choice, &o_keep,
-                          &o_core, &bounded_ties))
+    int at_once = 0;
+    if (!PyArg_ParseTuple(args, "nnOOOLOOOi|p", &n, &k, &o_tokens, &o_values, &o_usable, &capacity, &o_choice, &o_keep,
+                          &o_core, &bounded_ties, &at_once))
         return NULL;
     if (k < 0 || k > 62 || n < 0) {
         PyErr_SetString(PyExc_ValueError, "the kernel takes 0..62 levels per row");
@@ -1499,7 +1730,7 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     Py_buffer b[6];
     if (take_buffers(arg, b, 6) < 0) return NULL;
     PyObject *out = NULL;
-    Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, (int64_t)capacity, 0, 1};
+    Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, (int64_t)capacity, 0, 1, at_once};
     double info[13] = {0};
     int rc;
     rc = solve(&P, b[3].buf, b[4].buf, b[5].buf, bounded_ties, info);  /* holds the GIL: one shared workspace */

@@ -54,7 +54,8 @@ def applies(instance: Instance) -> bool:
 
 
 def solve_kernel(
-    instance: Instance, scaled: Scaled, *, bounded_ties: bool = True, pareto_tail: bool = False
+    instance: Instance, scaled: Scaled, *, bounded_ties: bool = True, pareto_tail: bool = False,
+    tighten_at_once: bool = False,
 ) -> KernelResult | None:
     """The tie-rule optimum by the kernel, or None past its state limit (CP-SAT takes over).
 
@@ -62,7 +63,10 @@ def solve_kernel(
     bounds it (up to 6·10**7 states); False when the caller orders such ties more cheaply (the
     dense DP, for small tables). ``pareto_tail``: the tie rule's tail by Pareto layers even where
     every kept level ties at the multiplier (where the kernel otherwise takes a bitset of token
-    sums): for tests, which hold the two to the same allocation.
+    sums): for tests, which hold the two to the same allocation. ``tighten_at_once``: the search's
+    tighter bounds (one-move, the LP of the rows outside, the values' gcd), which it takes once it
+    has generated 65,536 states, from the first state: for tests, on instances exhaustive search
+    reaches.
     """
     kernel = native.module()
     assert kernel is not None
@@ -75,7 +79,8 @@ def solve_kernel(
     core = np.empty(n, dtype=np.int64)
     try:
         mode = 2 if pareto_tail else int(bounded_ties)
-        info = kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep, core, mode)
+        info = kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep, core, mode,
+                            tighten_at_once)
     except RuntimeError as exc:  # an internal inconsistency: a bug, reported as a solver error
         raise SolverError(str(exc)) from None
     return None if info is None else _result(info, choice, keep, core)
