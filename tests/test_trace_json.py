@@ -72,3 +72,40 @@ def test_latest_key_verdicts_worded_for_many_rows_read_as_each_rows_own(rows, ru
     lines = result.trace.json_lines()
     assert lines == [json_text(entry.to_dict()) for entry in result.trace]
     assert all(f'"rule": "{rule_id}"' in line for line in lines)
+
+
+STORE_NAMES = ("semantic", 'we"ird', "back\\slash", "ü-store", "😀")
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.sampled_from(["number", "rfc3339"]), st.lists(st.tuples(
+    st.integers(0, 399_999), st.sampled_from([None, *STORE_NAMES]), st.sampled_from(["absent", None, 0, 90, 5000.5])),
+    min_size=1, max_size=10), st.sampled_from([0, 0.25, 1]))
+def test_age_verdicts_worded_for_many_rows_read_as_each_rows_own(kind, rows, fraction) -> None:
+    # max age and freshness write their verdicts' JSON for all rows at once (RuleMask.written):
+    # distinct and fractional times, both kinds of time, ttls of the record, its store or the policy
+    stores = json_text(list(STORE_NAMES))
+    rfc = kind == "rfc3339"
+    by_store = f'{{{json_text(STORE_NAMES[1])}: {"5m" if rfc else 300}, {json_text(STORE_NAMES[4])}: null}}'
+    limit, ttl = ("1d", "2h") if rfc else (86400, 7200)
+    policy = memsolve.policy_from_text(
+        "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: t}\nbudget: {tokens: 3}\n"
+        f"stores: {stores}\nrules:\n  - max_age: {json_text(limit)}\n"
+        f"  - freshness: {{default_ttl: {json_text(ttl)}, ttl_by_store: {by_store}}}\n", "t.yaml")
+    start = 1_767_225_600  # 2026-01-01T00:00:00Z
+    items = []
+    for i, (offset, store, own_ttl) in enumerate(rows):
+        stamp = start + offset + (fraction if i % 2 else 0)
+        item = {"id": f"r{i}", "tokens": 1, "utility": 1.0,
+                "timestamp": memsolve.timeutil.format_time(stamp, "rfc3339") if rfc else stamp}
+        if store is not None:
+            item["store"] = store
+        if own_ttl != "absent":  # in seconds, written with a unit where times are RFC 3339
+            item["ttl"] = f"{own_ttl}s" if rfc and own_ttl is not None else own_ttl
+        items.append(item)
+    now = start + 400_000
+    context = memsolve.Context(now=memsolve.timeutil.format_time(now, "rfc3339") if rfc else now)
+    result = memsolve.solve(policy, memsolve.load_records(items), context)
+    lines = result.trace.json_lines()
+    assert lines == [json_text(entry.to_dict()) for entry in result.trace]
+    assert all('"rule": "max-age"' in line and '"rule": "freshness"' in line for line in lines)

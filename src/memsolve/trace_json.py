@@ -40,9 +40,10 @@ def _numbers(values: np.ndarray) -> list[str]:
 
 def rule_texts(mask: RuleMask, rows: np.ndarray) -> np.ndarray:
     """Each row's verdict under ``mask`` as JSON (an object array)."""
+    written = None if mask.written is None else mask.written(rows)
+    if written is not None:
+        return _strings(written)
     codes = mask.codes()
-    if codes is None and mask.written is not None:
-        return _strings(mask.written(rows))
     if codes is None:
         return _strings([verdict_json(mask.explain(row)) for row in rows.tolist()])
     _, first, inverse = np.unique(codes[rows], return_index=True, return_inverse=True)

@@ -11,7 +11,7 @@ a turn decides over arrays and builds verdict objects only for what it shows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -21,7 +21,7 @@ from ..context import ResolvedContext
 from ..errors import InputError
 from ..records import DELETE, Record
 from ..relevance import RelevanceIndex
-from ..result import json_string
+from ..result import json_string, json_text
 from ..timeutil import RFC3339, TimeValueError, format_time, parse_duration
 from .model import (
     Duration,
@@ -205,13 +205,15 @@ def _max_age(ev: Evaluator, rule: MaxAgeRule, cols: Columns) -> RuleMask:
 
     limit_span = ev.span(limit)
 
+    def worded(within: bool, span: Any, limit_span: Any) -> str:
+        return f"age {span} is within max age {limit_span}" if within else f"age {span} exceeds max age {limit_span}"
+
     def judged(row: int) -> tuple[bool, Any, str]:
         """Whether the row is within the limit (inclusive), its age for evidence, the reason."""
         age = ev.ctx.now - cols.records[row].timestamp
         span = ev.span(age)
-        if age <= limit:  # inclusive boundary
-            return True, span, f"age {span} is within max age {limit_span}"
-        return False, span, f"age {span} exceeds max age {limit_span}"
+        within = age <= limit  # inclusive boundary
+        return within, span, worded(within, span, limit_span)
 
     def reason(row: int) -> str:
         return judged(row)[2]
@@ -220,8 +222,36 @@ def _max_age(ev: Evaluator, rule: MaxAgeRule, cols: Columns) -> RuleMask:
         within, span, worded = judged(row)
         return Verdict(rule.id, within, worded, {"age": span, "max_age": limit_span})
 
+    def written(rows: np.ndarray) -> list[str] | None:
+        age = ev.ctx.now - cols.timestamp[rows]
+        spans = _worded(age, ev.span)
+        if spans is None:
+            return None
+        head, limit_text, limit_json = f'{{"rule": {json_string(rule.id)}, "passed": ', *_texts(limit_span)
+        return [f'{head}{"true" if within else "false"}, "reason": "{worded(within, text, limit_text)}", '
+                f'"evidence": {{"age": {json}, "max_age": {limit_json}}}}}'
+                for within, (text, json) in zip((age <= limit).tolist(), spans, strict=True)]
+
     return RuleMask(rule.id, ev.ctx.now - cols.timestamp <= limit, explain, reason=reason,
-                    shared_by=lambda: cols.memo(("same", "timestamp"), lambda: same(cols.timestamp)))
+                    shared_by=lambda: cols.memo(("same", "timestamp"), lambda: same(cols.timestamp)),
+                    written=written)
+
+
+def _texts(value: Any) -> tuple[str, str]:
+    """A value of a verdict as a reason's f-string writes it (JSON-escaped, to sit in the reason's
+    JSON string) and as JSON; ValueError where JSON cannot hold it (not finite)."""
+    return json_string(str(value))[1:-1], json_text(value)
+
+
+def _worded(values: np.ndarray, word: Callable[[float], Any]) -> list[tuple[str, str]] | None:
+    """Each value worded by ``word`` (once per distinct value), as :func:`_texts`; None where one
+    is not finite (the row-by-row path then raises as it does)."""
+    distinct, inverse = np.unique(values, return_inverse=True)
+    try:
+        texts = [_texts(word(value)) for value in distinct.tolist()]
+    except ValueError:
+        return None
+    return [texts[i] for i in inverse.ravel().tolist()]
 
 
 def _freshness(ev: Evaluator, rule: FreshnessRule, cols: Columns) -> RuleMask:
@@ -273,7 +303,34 @@ def _freshness(ev: Evaluator, rule: FreshnessRule, cols: Columns) -> RuleMask:
         return cols.memo(("same", "freshness"), lambda: same(
             cols.timestamp, cols.store.codes, np.where(cols.ttl_given, np.nan_to_num(cols.ttl, nan=-1.0), -2.0)))
 
-    return RuleMask(rule.id, passed, explain, reason=lambda row: worded(*facts(row)[1:]), shared_by=shared_by)
+    def written(rows: np.ndarray) -> list[str] | None:
+        stamps = cols.timestamp[rows]
+        age, row_ttl = ev.ctx.now - stamps, ttl[rows]
+        lasting = ~np.isnan(row_ttl)
+        ages, times, ttls = _worded(age, ev.span), _worded(stamps, ev.time), _worded(row_ttl[lasting], ev.span)
+        if ages is None or times is None or ttls is None:
+            return None
+        head, now_json = f'{{"rule": {json_string(rule.id)}, "passed": ', json_text(now)
+        # where each row's ttl comes from: its own (a code past every store's), its store's, the default
+        own = len(cols.store.values)
+        sources = {own: _texts("record"), ABSENT: _texts("policy default")}
+        sources |= {cols.store.code(store): _texts(f"store `{store}`") for store in by_store}
+        store = np.where(cols.store.isin(list(by_store))[rows], cols.store.codes[rows], ABSENT)
+        from_codes = np.where(cols.ttl_given[rows], own, store).tolist()
+        ttl_texts = iter(ttls)
+        out = []
+        for (age_text, age_json), (_, time_json), code, value, row_age, lasts in zip(
+                ages, times, from_codes, row_ttl.tolist(), age.tolist(), lasting.tolist(), strict=True):
+            source_text, source_json = sources[code]
+            ttl_text, ttl_json = next(ttl_texts) if lasts else ("", "null")
+            reason = worded(value if lasts else None, source_text, row_age, (age_text, ttl_text))
+            out.append(f'{head}{"false" if lasts and row_age > value else "true"}, "reason": "{reason}", '
+                       f'"evidence": {{"now": {now_json}, "timestamp": {time_json}, "age": {age_json}, '
+                       f'"ttl": {ttl_json}, "ttl_from": {source_json}}}}}')
+        return out
+
+    return RuleMask(rule.id, passed, explain, reason=lambda row: worded(*facts(row)[1:]), shared_by=shared_by,
+                    written=written)
 
 
 _NO_VERSION = -3  # the code of "no known current version": equal to no record's version

@@ -96,9 +96,10 @@ class RuleMask:
     # full trace of 10,000 records words a rule like `stores` a few times and writes its JSON
     # once; None where each row's is its own
     shared_by: Callable[[], np.ndarray] | None = None
-    # rules whose verdict is each row's own (latest key): each row's verdict as JSON, worded for
-    # many rows at once (``verdict_json(explain(row))`` byte for byte; memsolve.trace_json)
-    written: Callable[[np.ndarray], list[str]] | None = None
+    # each row's verdict as JSON, worded for many rows at once (``verdict_json(explain(row))`` byte
+    # for byte; memsolve.trace_json): rules whose verdicts are mostly each row's own (latest key,
+    # ages); None from it where a row must be worded on its own (a value JSON cannot hold)
+    written: Callable[[np.ndarray], list[str] | None] | None = None
     _shared: dict[int, Verdict] = field(default_factory=dict, repr=False)
 
     def codes(self) -> np.ndarray | None:
