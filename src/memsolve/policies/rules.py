@@ -240,6 +240,13 @@ def _max_age(ev: Evaluator, rule: MaxAgeRule, cols: Columns) -> RuleMask:
 def _texts(value: Any) -> tuple[str, str]:
     """A value of a verdict as a reason's f-string writes it (JSON-escaped, to sit in the reason's
     JSON string) and as JSON; ValueError where JSON cannot hold it (not finite)."""
+    kind = type(value)
+    if kind is str:
+        written = json_string(value)
+        return written[1:-1], written
+    if kind is int or (kind is float and value - value == 0):  # a number writes as its repr both ways
+        written = repr(value)
+        return written, written
     return json_string(str(value))[1:-1], json_text(value)
 
 
