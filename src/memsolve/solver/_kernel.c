@@ -357,7 +357,8 @@ typedef struct {
     const uint8_t *usable;
     int64_t capacity;
     int64_t p, q;     /* lambda = p / q */
-    int at_once;      /* tests: the search tightens its bound from the first state (MOVES_AFTER) */
+    int at_once;      /* tests: the search tightens its bound from the first state (MOVES_AFTER), and the
+                         count cut is tried on the first incumbent */
 } Problem;
 
 /* option o of row i: a level 0..k-1, or k = delete */
@@ -735,7 +736,8 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
 enum { W_HULL, W_HULL_W, W_HULL_V, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
        W_CAND, W_GREEDY, W_BAND, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
        W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_UTIL, W_REF, W_LOSS_ALLOC, W_ROW_BEST, W_TIED_MASK, W_KEEP_MASK,
-       W_LP_UP, W_LP_DOWN, W_LP_UP_TAKE, W_LP_DOWN_TAKE, W_LP_SUMS, W_SLOTS };
+       W_LP_UP, W_LP_DOWN, W_LP_UP_TAKE, W_LP_DOWN_TAKE, W_LP_SUMS,
+       W_CUT_LIGHT, W_CUT_VALUES, W_CUT_USABLE, W_CUT_HULL, W_CUT_HW, W_CUT_INC, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
 static Vec ws_states = {NULL, 0, 0, sizeof(State)}, ws_layer_start = {NULL, 0, 0, sizeof(size_t)};
@@ -833,6 +835,129 @@ static void raise_ranked(const Ranking *rk, const int32_t *hull, const int64_t *
         *w += ds;
         *v += hull_v[at] - hull_v[at - 1];
     }
+}
+
+typedef struct {
+    const Problem *P;
+    int64_t *shifted;
+    uint8_t *ok;
+    int32_t *hull;
+    int64_t *hw, *hv;
+    Increment *inc, *band;
+    int64_t count, count_fewer;  /* K at the capacity and at tokens - 1 */
+    int64_t value, tokens, step;
+    int proved;
+} CutEval;
+
+/* The count cut's bound at mu (a double, to steer the search); sets E->proved when it proves. */
+static double cut_bound(CutEval *E, int64_t mu) {
+    const Problem *P = E->P;
+    Py_ssize_t n = P->n, k = P->k;
+    Problem Q = *P;
+    Q.values = E->shifted;
+    Q.usable = E->ok;
+    size_t cells = (size_t)n * (size_t)k;
+    for (size_t j = 0; j < cells; j++) {
+        E->shifted[j] = P->values[j] - mu;
+        E->ok[j] = P->usable[j] && E->shifted[j] > 0;
+    }
+    size_t m = 0;
+    int64_t total = 0;
+    long on_hull = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        size_t at = (size_t)i * (size_t)(k + 1);
+        int len = build_hull(&Q, i, E->hull + at, E->hw + at, E->hv + at, &on_hull);
+        for (int t = 1; t < len; t++) {
+            E->inc[m] = increment(E->hw[at + t] - E->hw[at + t - 1], E->hv[at + t] - E->hv[at + t - 1]);
+            total += E->inc[m].ds;
+            m++;
+        }
+    }
+    Increment split = {1, 0, 0.0};
+    int64_t p = 0, q = 1;
+    if (total > P->capacity && split_increment(E->inc, m, P->capacity, total, E->band, &split)) {
+        p = split.dv;
+        q = split.ds;
+    }
+    i128 sum = 0;  /* each row's best at (lambda, mu), delete included */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        i128 best = 0;
+        for (Py_ssize_t o = 0; o < k; o++)
+            if (E->ok[i * k + o]) {
+                i128 r = (i128)q * E->shifted[i * k + o] - (i128)p * P->tokens[i * k + o];
+                best = r > best ? r : best;
+            }
+        sum += best;
+    }
+    i128 mu_q = (i128)q * mu, bound = (i128)p * P->capacity + sum + mu_q * E->count;
+    if (bound < (i128)q * (E->value + E->step)
+        && (i128)p * (E->tokens - 1) + sum + mu_q * E->count_fewer < (i128)q * E->value)
+        E->proved = 1;
+    return (double)bound / (double)q;
+}
+
+/* The count cut, where the search passed its limit: no allocation keeps more than K(c) rows within
+   c tokens (K: how many of the rows' lightest usable levels fit), so for every mu >= 0 the
+   Lagrangian bound of the instance with mu taken off every kept option's value, plus mu K(c),
+   bounds every allocation within c tokens. The LP bound is this at mu = 0; on a budget below the
+   sum of the lightest levels (strongly correlated, v = w + 10: mu = 10, lambda = 1) it is the
+   optimum, where the LP keeps a fraction of one more row and the search cannot close the gap.
+   mu is found by bisection on the LP's kept count against K. Returns 1 when the bound proves
+   (value, tokens) optimal: nothing worth value + step within the capacity, nothing worth value
+   within tokens - 1; 0 when it does not; -1 on memory failure. */
+static int count_cut_proves(const Problem *P, int64_t value, int64_t tokens, int64_t step) {
+    Py_ssize_t n = P->n, k = P->k;
+    int64_t *light = scratch(W_CUT_LIGHT, (size_t)n, sizeof(int64_t));
+    int64_t *shifted = scratch(W_CUT_VALUES, (size_t)n * (size_t)k, sizeof(int64_t));
+    uint8_t *ok = scratch(W_CUT_USABLE, (size_t)n * (size_t)k, 1);
+    int32_t *hull = scratch(W_CUT_HULL, (size_t)n * (size_t)(k + 1), sizeof(int32_t));
+    int64_t *hw = scratch(W_CUT_HW, 2 * (size_t)n * (size_t)(k + 1), sizeof(int64_t));
+    Increment *inc = scratch(W_CUT_INC, 2 * (size_t)n * (size_t)(k + 1), sizeof(Increment));
+    if (!light || !shifted || !ok || !hull || !hw || !inc) return -1;
+    int64_t *hv = hw + (size_t)n * (size_t)(k + 1);
+    Increment *band = inc + (size_t)n * (size_t)(k + 1);
+    size_t keepable = 0;
+    int64_t top = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t m = INT64_MAX;
+        for (Py_ssize_t o = 0; o < k; o++)
+            if (P->usable[i * k + o]) {
+                m = P->tokens[i * k + o] < m ? P->tokens[i * k + o] : m;
+                top = P->values[i * k + o] > top ? P->values[i * k + o] : top;
+            }
+        if (m != INT64_MAX) light[keepable++] = m;
+    }
+    qsort(light, keepable, sizeof(int64_t), compare_rows);
+    int64_t count_at[2] = {0, 0}, cap_at[2] = {P->capacity, tokens - 1}, used = 0;
+    for (size_t a = 0; a < keepable; a++) {
+        used += light[a];
+        for (int b = 0; b < 2; b++) count_at[b] += used <= cap_at[b];
+    }
+    if ((size_t)count_at[0] == keepable || tokens <= 0) return 0;  /* the count binds nothing */
+    CutEval E = {P, shifted, ok, hull, hw, hv, inc, band, count_at[0], count_at[1], value, tokens, step, 0};
+    /* B(mu) is convex (a partial minimum over lambda of a jointly convex function): golden-section
+       search over integers, each evaluation checked for the proof */
+    int64_t a = 0, b = top;
+    int64_t x1 = b - (int64_t)((double)(b - a) * 0.6180339887498949), x2 = a + (int64_t)((double)(b - a) * 0.6180339887498949);
+    double f1 = cut_bound(&E, x1), f2 = cut_bound(&E, x2);
+    for (int round = 0; round < 128 && !E.proved && b - a > 2; round++) {
+        if (f1 <= f2) {
+            b = x2; x2 = x1; f2 = f1;
+            x1 = b - (int64_t)((double)(b - a) * 0.6180339887498949);
+            if (x1 >= x2) x1 = x2 - 1;
+            if (x1 <= a) x1 = a + 1 < x2 ? a + 1 : a;
+            f1 = cut_bound(&E, x1);
+        } else {
+            a = x1; x1 = x2; f1 = f2;
+            x2 = a + (int64_t)((double)(b - a) * 0.6180339887498949);
+            if (x2 <= x1) x2 = x1 + 1;
+            if (x2 >= b) x2 = b - 1 > x1 ? b - 1 : b;
+            f2 = cut_bound(&E, x2);
+        }
+    }
+    if (b - a <= 2)
+        for (int64_t mu = a; mu <= b && !E.proved; mu++) cut_bound(&E, mu);
+    return E.proved;
 }
 
 /* Returns 0 on success, 1 when phase 1 exceeded its limit, 2 on an internal inconsistency,
@@ -1234,6 +1359,11 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     int lp_ready = 0;
     int64_t step = 1;  /* the values' gcd once the search is large (value_step) */
     size_t tighten_after = P->at_once ? 0 : MOVES_AFTER;
+    if (P->at_once && !proven) {  /* tests: the count cut on the first incumbent too */
+        int cut = count_cut_proves(P, inc_v, inc_w, value_step(P));
+        if (cut < 0) goto done;
+        proven = cut;
+    }
     int32_t inc_parent = -1, inc_option = -1;
     size_t layers = 0, generated = 1;
     for (size_t c = 0; !proven; c++) {
@@ -1301,7 +1431,12 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             if (option_ok(P, r, o) && (o == f || reduced(P, option_w(P, r, o), option_v(P, r, o)) >= reach))
                 merge_add(&merge, option_w(P, r, o) - fw, option_v(P, r, o) - fv, (int32_t)o);
         generated += count * (size_t)merge.s;
-        if (generated > PHASE1_LIMIT) { rc = 1; goto done; }
+        if (generated > PHASE1_LIMIT) {
+            int cut = count_cut_proves(P, inc_v, inc_w, step < 1 ? 1 : step);
+            if (cut < 0) goto done;
+            if (!cut) { rc = 1; goto done; }
+            break;  /* the incumbent is the optimum (the count cut) */
+        }
         if (vec_reserve(&states, count * (size_t)merge.s)) goto done;
         State *st = states.a;
         merge.layer = (const char *)st;

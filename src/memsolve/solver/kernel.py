@@ -65,7 +65,8 @@ def solve_kernel(
     every kept level ties at the multiplier (where the kernel otherwise takes a bitset of token
     sums): for tests, which hold the two to the same allocation. ``tighten_at_once``: the search's
     tighter bounds (one-move, the LP of the rows outside, the values' gcd), which it takes once it
-    has generated 65,536 states, from the first state: for tests, on instances exhaustive search
+    has generated 65,536 states, from the first state, and the count cut (tried where the search
+    passes its state limit) on the first incumbent: for tests, on instances exhaustive search
     reaches.
     """
     kernel = native.module()
