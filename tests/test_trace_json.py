@@ -109,3 +109,39 @@ def test_age_verdicts_worded_for_many_rows_read_as_each_rows_own(kind, rows, fra
     lines = result.trace.json_lines()
     assert lines == [json_text(entry.to_dict()) for entry in result.trace]
     assert all('"rule": "max-age"' in line and '"rule": "freshness"' in line for line in lines)
+
+
+def test_strings_of_a_str_subclass_read_as_their_characters_everywhere() -> None:
+    # a str Enum formats itself `Key.PLAN` in an f-string while JSON writes `plan`: records keep
+    # plain strings, so reasons and evidence (and the two ways of writing them) agree
+    import enum
+
+    class Key(str, enum.Enum):
+        PLAN = "plan"
+        ID = "i\\d"
+
+    policy = memsolve.policy_from_text(
+        "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: t}\nbudget: {tokens: 3}\n"
+        "stores: [semantic, plan]\nfidelity: [plan, raw]\nrules:\n  - latest_key: {}\n  - freshness: {ttl_by_store: {plan: 1}}\n", "t.yaml")
+    records = memsolve.load_records([
+        {"id": Key.ID, "timestamp": 1, "key": Key.PLAN, "store": Key.PLAN,
+         "representations": {Key.PLAN: {"tokens": 1, "utility": 1.0, "text": Key.PLAN}}},
+        {"id": "b", "timestamp": 2, "key": "plan", "tokens": 1, "utility": 1.0}])
+    first = records.records[0]
+    assert all(type(value) is str for value in (first.id, first.key, first.store, first.levels[0].name,
+                                                first.levels[0].text))
+    result = memsolve.solve(policy, records, memsolve.Context(now=5))
+    assert result.trace.json_lines() == [json_text(entry.to_dict()) for entry in result.trace]
+    assert "Key." not in result.to_json()
+
+
+def test_a_set_holding_one_record_twice_words_its_latest_key_verdicts_by_row() -> None:
+    # a RecordSet built by hand may hold the same record object twice: the verdict follows the row
+    # (the later one is the latest), in the entries and in the JSON written from the arrays
+    policy = memsolve.policy_from_text(
+        "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: t}\nbudget: {tokens: 3}\n"
+        "rules:\n  - latest_key: {}\n", "t.yaml")
+    record = memsolve.load_records([{"id": "a", "timestamp": 1, "key": "k", "tokens": 1, "utility": 1.0}]).records[0]
+    result = memsolve.solve(policy, memsolve.records.RecordSet((record, record)), memsolve.Context(now=5))
+    assert [entry.rules[-1].passed for entry in result.trace] == [False, True]
+    assert result.trace.json_lines() == [json_text(entry.to_dict()) for entry in result.trace]

@@ -386,8 +386,8 @@ def _collected(
                 record = _record(doc, item, position, path)
             except InputError as error:
                 fields = item if isinstance(item, dict) else {}
-                rid = fields.get("id") if isinstance(fields.get("id"), str) else None
-                tenant = fields.get("tenant") if isinstance(fields.get("tenant"), str) else None
+                rid = _plain(fields.get("id")) if isinstance(fields.get("id"), str) else None
+                tenant = _plain(fields.get("tenant")) if isinstance(fields.get("tenant"), str) else None
                 records.append(InvalidRecord(rid, position, error, tenant))
                 continue
         identity = (record.tenant, record.id)
@@ -464,24 +464,31 @@ def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...]) -> R
 
     levels = _levels(doc, item, path)
     return Record.of(
-        id=item["id"],
+        id=_plain(item["id"]),
         position=position,
         timestamp=timestamp,
         levels=levels,
-        tenant=item.get("tenant"),
-        store=item.get("store"),
-        session=item.get("session"),
-        key=item.get("key"),
+        tenant=_plain(item.get("tenant")),
+        store=_plain(item.get("store")),
+        session=_plain(item.get("session")),
+        key=_plain(item.get("key")),
         ttl=ttl,
         ttl_given=ttl_given,
         authority=item.get("authority", False),
-        version=item.get("version"),
-        document=item.get("document"),
-        text=item.get("text"),
+        version=_plain(item.get("version")),
+        document=_plain(item.get("document")),
+        text=_plain(item.get("text")),
         time_kind=kind,
-        covers=tuple(item.get("covers", ())),
+        covers=tuple(map(_plain, item.get("covers", ()))),
         score=_float(item.get("score")),
     )
+
+
+def _plain(value: str | None) -> str | None:
+    """A string as a plain ``str``: Python data may hold a subclass (a str Enum, numpy's str_) that
+    formats itself otherwise (`Key.PLAN`), while JSON writes its characters: a record's strings
+    read the same in every reason and every piece of evidence."""
+    return value if value is None or type(value) is str else str.__str__(value)
 
 
 def _decoded_record(decoded: DecodedRecord, position: int) -> Record | None:
@@ -643,15 +650,15 @@ def _levels(doc: Document, item: Mapping[str, Any], path: tuple[Any, ...]) -> tu
             if tokens is not None and tokens > MAX_TOKENS:  # the path is built only for the error
                 _check_tokens(doc, tokens, path + ("representations", name, "tokens"))
             covers = spec.get("covers")
-            levels.append(Level(name, tokens, None if utility is None else float(utility), text,
-                                () if covers is None else tuple(covers)))
+            levels.append(Level(_plain(name), tokens, None if utility is None else float(utility), _plain(text),
+                                () if covers is None else tuple(map(_plain, covers))))
         return tuple(levels)
     if shorthand or item.get("text") is not None:
         tokens = item.get("tokens")
         if tokens is None and item.get("text") is None:
             raise doc.error(path, "a record with a utility needs `tokens` or `text` to size it")
         _check_tokens(doc, tokens, path + ("tokens",))
-        return (Level("raw", tokens, _float(utility), item.get("text")),)
+        return (Level("raw", tokens, _float(utility), _plain(item.get("text"))),)
     raise doc.error(path, "record has nothing to keep: give `representations`, `tokens` or `text`")
 
 

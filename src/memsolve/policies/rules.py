@@ -388,13 +388,14 @@ def _latest_key(rule: LatestKeyRule, cols: Columns) -> RuleMask:
     winner, tie, passed = cols.memo(("latest",), lambda: _latest(cols))
     as_lists: list[tuple[list[int], list[bool]]] = []  # winner and tie as lists, on first use: a trace reads many
 
-    def facts(row: int) -> tuple[Record, Record, bool]:
-        """The row's record, its key's latest record, whether that one won a timestamp tie."""
+    def facts(row: int) -> tuple[Record, Record, bool, bool]:
+        """The row's record, its key's latest record, whether the row is that one (by row: a set
+        built by hand may hold one record object twice), whether it won a timestamp tie."""
         if not as_lists:
             as_lists.append((winner.tolist(), tie.tolist()))
         winners, ties = as_lists[0]
         records = cols.records
-        return records[row], records[winners[row]], ties[row]
+        return records[row], records[winners[row]], winners[row] == row, ties[row]
 
     def worded(key: str | None, latest: str, is_latest: bool, tied: bool) -> str:
         if key is None:
@@ -405,15 +406,15 @@ def _latest_key(rule: LatestKeyRule, cols: Columns) -> RuleMask:
         return f"superseded by `{latest}` for key `{key}`{tie_note}"
 
     def reason(row: int) -> str:
-        record, best, tied = facts(row)
-        return worded(record.key, best.id, best is record, tied)
+        record, best, is_latest, tied = facts(row)
+        return worded(record.key, best.id, is_latest, tied)
 
     def explain(row: int) -> Verdict:
-        record, best, tied = facts(row)
+        record, best, is_latest, tied = facts(row)
         if record.key is None:
             return Verdict(rule.id, True, reason(row), {"key": None})
         evidence = {"key": record.key, "latest": best.id, "tie": tied}
-        return Verdict(rule.id, best is record, reason(row), evidence)
+        return Verdict(rule.id, is_latest, reason(row), evidence)
 
     def written(rows: np.ndarray) -> list[str]:
         # each row's verdict as JSON, worded from escaped pieces: a JSON string escapes character
