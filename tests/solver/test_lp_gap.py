@@ -139,3 +139,18 @@ def test_twenty_thousand_rows_below_the_lightest_levels_are_proven(kind, below) 
     answer = solve_arrays(tokens, utility, budget)
     assert answer.status == "optimal" and answer.engine == "dp" and answer.bound == answer.objective
     assert answer.tokens_used <= budget
+
+
+def test_the_tie_rule_reaches_weakly_correlated_budgets_near_the_lightest_levels() -> None:
+    """Weakly correlated, 5,000 rows, 50 tokens below the lightest levels' sum: no dense DP can
+    order the ties (its table: 5,000 x 828,515 cells), and the tie rule's tail needs 24 million
+    states (the limit was 2 million: phase 1's optimum was reported, "too many tied optima");
+    the Pareto tail runs to 40 million where no dense DP takes over."""
+    tokens, utility, _ = generate("weakly", 5_000, 1)
+    budget = int(tokens.min(axis=1).sum()) - 50
+    inst = make_instance(tokens, utility, budget)
+    result = kernel.solve_kernel(inst, scale(inst))
+    assert result is not None and result.tie_rule and result.tail_rows > 0
+    answer = solve_arrays(tokens, utility, budget)
+    assert answer.status == "optimal" and answer.bound == answer.objective
+    assert answer.choice.tolist() == result.choice.tolist()

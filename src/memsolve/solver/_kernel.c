@@ -56,6 +56,8 @@ typedef __int128 i128;
 #define MOVES_AFTER 65536      /* states generated before the search tightens its bound (Moves) */
 #define PHASE2_LIMIT 2000000   /* states generated before the tie-rule DP gives up */
 #define PHASE2_BOUNDED 60000000 /* ... unless its table bounds it by this many (~0.3 s) */
+#define PHASE2_WIDE 40000000   /* ... or no dense DP can order the ties (weakly correlated 5,000-20,000 rows
+                                  near the lightest levels' sum: 5-36 million, 0.07-0.4 s) */
 #define FILL_ROOM 65536        /* the tie fill's DP: room left by the floor, at most */
 #define FILL_SLACK 2048        /* ... and how far its partial sums may stray outside [0, room] */
 #define FILL_WORK 4000000      /* ... and bitset words it writes */
@@ -1530,7 +1532,8 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
            whole DP below PHASE2_BOUNDED, it runs to the end whatever pruning achieves (unless the
            caller has a cheaper way to order the ties: bounded_ties = 0) */
         double most = (double)F * (double)(room + 1) * (double)(k + 1);
-        size_t limit2 = bounded_ties && most <= PHASE2_BOUNDED ? (size_t)PHASE2_BOUNDED : PHASE2_LIMIT;
+        size_t limit2 = bounded_ties && most <= PHASE2_BOUNDED ? (size_t)PHASE2_BOUNDED
+                        : bounded_ties == 1 ? (size_t)PHASE2_WIDE : (size_t)PHASE2_LIMIT;
         /* The lead: free rows in input order, each at its highest-fidelity kept option that the
            Lagrangian bound still allows with the rows before it at their lead options and the
            rows after it at their best (every higher option is then proven in no allocation worth
