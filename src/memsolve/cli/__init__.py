@@ -12,14 +12,16 @@ numpy or jsonschema (:class:`_Lazy`).
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import importlib.machinery
 import importlib.util
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -182,3 +184,33 @@ def main() -> None:
 
     `memsolve --policy P` is short for `memsolve solve --policy P`.
     """
+
+
+def run() -> NoReturn:
+    """The ``memsolve`` process (``python -m memsolve`` and the installed command): :func:`main`,
+    then out of the process at once, its exit handlers run and its streams flushed first.
+
+    A normal exit frees every object on the heap one by one and tears numpy's modules down:
+    30-100 ms of a 10,000-record round, spent after the output is written (mypy leaves the same
+    way). Where a thread is still running or a stream cannot be flushed, the interpreter exits
+    as it always did. ``main`` itself stays an ordinary click command (tests call it in-process).
+    """
+    try:
+        main()
+        code: Any = 0
+    except SystemExit as exc:
+        code = exc.code
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("message"): printed, status 1, as the interpreter does
+        print(code, file=sys.stderr)
+        code = 1
+    if threading.active_count() > 1:
+        raise SystemExit(code)
+    try:
+        atexit._run_exitfuncs()  # what the interpreter runs at exit (and then forgets: never twice)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # a closed pipe: the interpreter's own exit reports it, as before
+        raise SystemExit(code) from None
+    os._exit(code)
