@@ -449,6 +449,7 @@ def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...]) -> R
         if bad is not None:
             raise doc.error(bad[0], not_finite(bad[1]))
         schemas.check(doc, item, "records", "record", prefix=path)
+        item = _plain_strings(item)
     try:
         timestamp = parse_timestamp(item["timestamp"])
     except TimeValueError as exc:
@@ -464,31 +465,44 @@ def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...]) -> R
 
     levels = _levels(doc, item, path)
     return Record.of(
-        id=_plain(item["id"]),
+        id=item["id"],
         position=position,
         timestamp=timestamp,
         levels=levels,
-        tenant=_plain(item.get("tenant")),
-        store=_plain(item.get("store")),
-        session=_plain(item.get("session")),
-        key=_plain(item.get("key")),
+        tenant=item.get("tenant"),
+        store=item.get("store"),
+        session=item.get("session"),
+        key=item.get("key"),
         ttl=ttl,
         ttl_given=ttl_given,
         authority=item.get("authority", False),
-        version=_plain(item.get("version")),
-        document=_plain(item.get("document")),
-        text=_plain(item.get("text")),
+        version=item.get("version"),
+        document=item.get("document"),
+        text=item.get("text"),
         time_kind=kind,
-        covers=tuple(map(_plain, item.get("covers", ()))),
+        covers=tuple(item.get("covers", ())),
         score=_float(item.get("score")),
     )
 
 
-def _plain(value: str | None) -> str | None:
-    """A string as a plain ``str``: Python data may hold a subclass (a str Enum, numpy's str_) that
-    formats itself otherwise (`Key.PLAN`), while JSON writes its characters: a record's strings
-    read the same in every reason and every piece of evidence."""
-    return value if value is None or type(value) is str else str.__str__(value)
+def _plain_strings(item: dict[str, Any]) -> dict[str, Any]:
+    """A valid record with its strings as plain ``str``. Python data may hold a subclass (a str
+    Enum, numpy's str_) that formats itself otherwise (`Key.PLAN`) while JSON writes its
+    characters; a record's strings must read the same in every reason and piece of evidence.
+    :func:`looks_valid` takes plain strings only, so only the records it declined come here."""
+    out = {key: _plain(value) for key, value in item.items()}
+    if isinstance(out.get("covers"), list):
+        out["covers"] = [_plain(c) for c in out["covers"]]
+    reps = out.get("representations")
+    if isinstance(reps, dict):
+        out["representations"] = {_plain(name): {key: [_plain(c) for c in value] if key == "covers" else _plain(value)
+                                                 for key, value in spec.items()} for name, spec in reps.items()}
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A string subclass as a plain ``str``; any other value as it is."""
+    return str.__str__(value) if isinstance(value, str) and type(value) is not str else value
 
 
 def _decoded_record(decoded: DecodedRecord, position: int) -> Record | None:
@@ -566,7 +580,8 @@ def _number(value: Any) -> bool:
 
 
 def looks_valid(item: Any) -> bool:
-    """A fast structural check that accepts only what records.schema.json's record accepts.
+    """A fast structural check that accepts only what records.schema.json's record accepts, and
+    only plain ``str`` for the strings a record is worded by (see :func:`_plain_strings`).
 
     Validating 10,000 records with jsonschema costs seconds; this costs milliseconds. When it
     says no, jsonschema runs to produce the message (a property test keeps the two in step).
@@ -574,13 +589,13 @@ def looks_valid(item: Any) -> bool:
     if not isinstance(item, dict) or not _FIELDS.issuperset(item):
         return False
     rid = item.get("id")
-    if not isinstance(rid, str) or not rid or "timestamp" not in item:
+    if type(rid) is not str or not rid or "timestamp" not in item:
         return False
     stamp = item["timestamp"]
     if not (_number(stamp) or isinstance(stamp, str)):
         return False
     for name in _STRINGS:
-        if name in item and not isinstance(item[name], str):
+        if name in item and type(item[name]) is not str:
             return False
     if "ttl" in item:
         ttl = item["ttl"]
@@ -605,14 +620,14 @@ def looks_valid(item: Any) -> bool:
         reps = item["representations"]
         if not isinstance(reps, dict) or not reps or DELETE in reps:
             return False
-        for level in reps.values():
-            if not isinstance(level, dict) or not _LEVEL_FIELDS.issuperset(level):
+        for name, level in reps.items():
+            if type(name) is not str or not isinstance(level, dict) or not _LEVEL_FIELDS.issuperset(level):
                 return False
             if "tokens" in level and not _count(level["tokens"]):
                 return False
             if "utility" in level and not _utility(level["utility"]):
                 return False
-            if "text" in level and not isinstance(level["text"], str):
+            if "text" in level and type(level["text"]) is not str:
                 return False
             if "covers" in level and not _ids(level["covers"]):
                 return False
@@ -620,7 +635,7 @@ def looks_valid(item: Any) -> bool:
 
 
 def _ids(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(c, str) and c for c in value)
+    return isinstance(value, list) and all(type(c) is str and c for c in value)
 
 
 def _utility(value: Any) -> bool:
@@ -650,15 +665,15 @@ def _levels(doc: Document, item: Mapping[str, Any], path: tuple[Any, ...]) -> tu
             if tokens is not None and tokens > MAX_TOKENS:  # the path is built only for the error
                 _check_tokens(doc, tokens, path + ("representations", name, "tokens"))
             covers = spec.get("covers")
-            levels.append(Level(_plain(name), tokens, None if utility is None else float(utility), _plain(text),
-                                () if covers is None else tuple(map(_plain, covers))))
+            levels.append(Level(name, tokens, None if utility is None else float(utility), text,
+                                () if covers is None else tuple(covers)))
         return tuple(levels)
     if shorthand or item.get("text") is not None:
         tokens = item.get("tokens")
         if tokens is None and item.get("text") is None:
             raise doc.error(path, "a record with a utility needs `tokens` or `text` to size it")
         _check_tokens(doc, tokens, path + ("tokens",))
-        return (Level("raw", tokens, _float(utility), _plain(item.get("text"))),)
+        return (Level("raw", tokens, _float(utility), item.get("text")),)
     raise doc.error(path, "record has nothing to keep: give `representations`, `tokens` or `text`")
 
 
