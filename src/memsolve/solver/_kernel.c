@@ -391,7 +391,7 @@ static int may_improve(int64_t a, int64_t w, int64_t capacity, const Increment *
     else m = hi;
     gain = (i128)m->ds * a + (i128)m->dv * room;
     if (gain < (i128)m->ds * value) return 0;
-    if (gain >= (i128)m->ds * (value + step)) return 1;  /* step: the values' gcd (see value_step) */
+    if (gain >= (i128)m->ds * ((i128)value + step)) return 1;  /* step: the values' gcd (see value_step) */
     /* worth at most `value`: a completion worth it needs d >= (value - a) / lambda tokens */
     int64_t need = value - a;
     int64_t fewer = tokens - w;  /* tokens the outside rows may add and still use fewer */
@@ -453,7 +453,7 @@ static void moves_compute(Moves *M, const Problem *P, const int32_t *floor_opt, 
 }
 
 /* A completion of the state (value a, tokens w) may reach `value` (see Moves). */
-static inline int moves_may_reach(const Moves *M, int64_t a, int64_t w, int64_t capacity, int64_t value) {
+static inline int moves_may_reach(const Moves *M, int64_t a, int64_t w, int64_t capacity, i128 value) {
     int64_t room = capacity - w;
     if (room < 0) {
         if (!M->has_down) return 0;
@@ -513,7 +513,7 @@ static size_t side_extend(Side *S, const unsigned char *searched, int64_t need) 
 
 /* sign * (the LP's change in value over `tokens` tokens) + a >= target: up (sign 1) the gain
    with at most `tokens` added; down (sign -1) the least loss shedding at least `tokens`. */
-static int side_reach(Side *S, const unsigned char *searched, int sign, int64_t tokens, int64_t a, int64_t target) {
+static int side_reach(Side *S, const unsigned char *searched, int sign, int64_t tokens, int64_t a, i128 target) {
     size_t m = side_extend(S, searched, tokens);
     if (S->sum_ds[m] <= tokens) {  /* every increment fits */
         if (sign < 0 && S->sum_ds[m] < tokens) return 0;  /* the rows cannot give back that many */
@@ -526,14 +526,14 @@ static int side_reach(Side *S, const unsigned char *searched, int sign, int64_t 
         else hi = mid - 1;
     }
     const RowInc *x = &S->take[lo];
-    i128 v = (i128)x->ds * (a + sign * S->sum_dv[lo]) + sign * (i128)x->dv * (tokens - S->sum_ds[lo]);
+    i128 v = (i128)x->ds * ((i128)a + sign * (i128)S->sum_dv[lo]) + sign * (i128)x->dv * (tokens - S->sum_ds[lo]);
     return v >= (i128)x->ds * target;
 }
 
 /* The LP of the rows outside the search lets a completion of (a, w) reach `target` within
    `capacity` tokens. */
 static int lp_reach(Side *up, Side *down, const unsigned char *searched, int64_t a, int64_t w, int64_t capacity,
-                    int64_t target) {
+                    i128 target) {
     int64_t room = capacity - w;
     if (room >= 0) return a >= target || side_reach(up, searched, 1, room, a, target);
     return side_reach(down, searched, -1, -room, a, target);
@@ -559,7 +559,7 @@ static int64_t value_step(const Problem *P) {
    capacity, or as much within fewer tokens. */
 static inline int moves_may_improve(const Moves *M, int64_t a, int64_t w, int64_t capacity, int64_t value,
                                     int64_t tokens, int64_t step) {
-    return moves_may_reach(M, a, w, capacity, value + step) || moves_may_reach(M, a, w, tokens - 1, value);
+    return moves_may_reach(M, a, w, capacity, (i128)value + step) || moves_may_reach(M, a, w, tokens - 1, value);
 }
 
 /* A completion worth exactly `value` within `tokens` tokens may exist. */
@@ -892,7 +892,7 @@ static double cut_bound(CutEval *E, int64_t mu) {
         sum += best;
     }
     i128 mu_q = (i128)q * mu, bound = (i128)p * P->capacity + sum + mu_q * E->count;
-    if (bound < (i128)q * (E->value + E->step)
+    if (bound < (i128)q * ((i128)E->value + E->step)
         && (i128)p * (E->tokens - 1) + sum + mu_q * E->count_fewer < (i128)q * E->value)
         E->proved = 1;
     return (double)bound / (double)q;
@@ -1457,7 +1457,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             }
             if (!may_improve(tv, floor_w + bw, P->capacity, &lo, &hi, hi_infinite, inc_v, inc_w, step)) continue;
             if (moves.ready && !moves_may_improve(&moves, tv, floor_w + bw, P->capacity, inc_v, inc_w, step)) continue;
-            if (lp_ready && !lp_reach(&up, &down, searched, tv, floor_w + bw, P->capacity, inc_v + step)
+            if (lp_ready && !lp_reach(&up, &down, searched, tv, floor_w + bw, P->capacity, (i128)inc_v + step)
                 && !lp_reach(&up, &down, searched, tv, floor_w + bw, inc_w - 1, inc_v)) continue;
             st[states.len++] = (State){bw, bv, (int32_t)(parent - from), option};
         }
