@@ -152,3 +152,46 @@ def test_another_tenants_duplicate_or_malformed_record_never_fails_this_run() ->
     own_duplicate = records + [{"id": "x", "tenant": "A", "timestamp": 1, "tokens": 1, "utility": 1.0}]
     with pytest.raises(memsolve.InputError, match="duplicate record id `x`"):
         memsolve.solve(strict, memsolve.load_records(own_duplicate))
+
+
+NO_TENANT = memsolve.policy_from_text(
+    "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: nt}\nbudget: {tokens: 10}\nfidelity: [raw]\n"
+    "on_invalid_record: exclude\nrules: []\n", "nt.yaml")
+SHARED_ID = [{"id": "x", "tenant": "A", "timestamp": 0, "tokens": 10, "utility": 5.0, "text": "a's x"},
+             {"id": "x", "tenant": "B", "timestamp": 0, "tokens": 10, "utility": 1.0, "text": "b's x"},
+             {"id": "y", "tenant": "B", "timestamp": 0, "tokens": 0, "utility": 1.0, "text": "b's y"}]
+
+
+def test_with_no_tenant_in_force_an_id_of_two_tenants_is_the_later_records_input_error(tmp_path) -> None:
+    # the run's output, its state (ceilings, prompt order) and its prompt know records by id: with
+    # every tenant's records in one run, the second `x` would share the first's ceiling and text
+    selector = memsolve.Selector(NO_TENANT, SHARED_ID, state=tmp_path / "s.db", agent="ag")
+    for _ in range(2):  # a second round reads the first's ceilings: A's `x` keeps its level
+        result = selector.select(now=1)
+        assert [(c.id, c.text) for c in result.selected] == [("x", "a's x"), ("y", "b's y")]
+        assert [c.text for c in result.in_prompt_order()] == ["a's x", "b's y"]
+        assert [(e.id, e.rule) for e in result.excluded] == [("x", "invalid")]
+        assert result.excluded[0].reason.startswith("record id `x` is also an earlier record's, of another tenant")
+    # each tenant's own run still has its `x`
+    for tenant, text in (("A", "a's x"), ("B", "b's x")):
+        assert [c.text for c in memsolve.solve(NO_TENANT, memsolve.load_records(SHARED_ID),
+                                               memsolve.Context(now=1, tenant=tenant)).selected][0] == text
+
+
+def test_an_empty_tenant_is_refused_it_would_share_the_state_of_runs_with_no_tenant(tmp_path) -> None:
+    records = memsolve.load_records([{"id": "e", "tenant": "", "timestamp": 0, "tokens": 1, "utility": 1.0}])
+    with pytest.raises(memsolve.InputError, match="the tenant must not be empty"):
+        memsolve.solve(NO_TENANT, records, memsolve.Context(now=1, tenant=""))
+    case = memsolve.load_records({"tenant": "", "now": 1, "records": [{"id": "e", "timestamp": 0, "tokens": 1}]})
+    with pytest.raises(memsolve.InputError, match=r"^<records>: tenant: the tenant must not be empty"):
+        memsolve.solve(NO_TENANT, case)
+
+
+def test_admission_errors_cut_the_value_they_name() -> None:
+    store, level = "s" * 120, "l" * 120
+    result = memsolve.solve(NO_TENANT, memsolve.load_records([
+        {"id": "a", "timestamp": 0, "store": store, "tokens": 1, "utility": 1.0},
+        {"id": "b", "timestamp": 0, "representations": {level: {"tokens": 1, "utility": 1.0}}}]),
+        memsolve.Context(now=1))
+    assert [e.rule for e in result.excluded] == ["invalid", "invalid"]
+    assert all(store not in e.reason and level not in e.reason and "..." in e.reason for e in result.excluded)

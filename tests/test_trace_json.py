@@ -122,7 +122,8 @@ def test_strings_of_a_str_subclass_read_as_their_characters_everywhere() -> None
 
     policy = memsolve.policy_from_text(
         "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: t}\nbudget: {tokens: 3}\n"
-        "stores: [semantic, plan]\nfidelity: [plan, raw]\nrules:\n  - latest_key: {}\n  - freshness: {ttl_by_store: {plan: 1}}\n", "t.yaml")
+        "stores: [semantic, plan]\nfidelity: [plan, raw]\n"
+        "rules:\n  - latest_key: {}\n  - freshness: {ttl_by_store: {plan: 1}}\n", "t.yaml")
     records = memsolve.load_records([
         {"id": Key.ID, "timestamp": 1, "key": Key.PLAN, "store": Key.PLAN,
          "representations": {Key.PLAN: {"tokens": 1, "utility": 1.0, "text": Key.PLAN}}},

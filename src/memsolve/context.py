@@ -122,6 +122,10 @@ def resolve_context(policy: Policy, records: RecordSet, context: Context | None)
     if max_records is not None and not _is_count(max_records):
         raise InputError(f"max_records must be an integer >= 0, got `{max_records}`", Location(policy.file))
     tenant = everywhere("tenant", ctx.tenant, rc.tenant, policy.tenant, "tenant")
+    if tenant == "":  # the policy's schema refuses it; the caller and the records file are checked here
+        raise InputError("the tenant must not be empty: a run for tenant `` would share the state and the view of "
+                         "runs with no tenant; give a name, or no tenant",
+                         records.locate("tenant") if rc.tenant == "" else Location(None, path="tenant"))
     session = everywhere("session", ctx.session, rc.session, policy.context.session, "context", "session")
     query = everywhere("query", ctx.query, rc.query, policy.context.query, "context", "query")
     authority_rules = policy.authority_rules

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from . import cache, collection
-from .columns import ABSENT, LevelTable
+from .columns import ABSENT, Columns, LevelTable
 from .context import Context, ResolvedContext, resolve_context
 from .errors import InputError, SolverError, shown
 from .policies.model import Policy, RelevanceRule
@@ -128,7 +128,28 @@ def admit(policy: Policy, records: RecordSet, ctx: ResolvedContext) -> RecordSet
         problem = _problem(policy, records, ctx, record, derives)
         if problem is not None:
             refused[row] = InvalidRecord(record.id, record.position, problem)
+    if ctx.tenant is None:
+        # no tenant in force: every tenant's records are this run's, and its output, its state (fidelity
+        # ceilings, the prompt order) and its prompt know a record by id; an id an earlier record of
+        # another tenant has is that record's input error (ids are unique within a tenant on load)
+        for row in cols.memo(("ids of earlier records",), lambda: _repeated_ids(cols)):
+            record = cols.records[row]
+            refused.setdefault(row, InvalidRecord(record.id, record.position, InputError(
+                f"record id `{shown(record.id)}` is also an earlier record's, of another tenant: with no tenant in "
+                "force a run's ids must be unique (give a tenant to run one tenant's records)",
+                records.locate_field(record.position, "id")), record.tenant))
     return records.refused(refused) if refused else records
+
+
+def _repeated_ids(cols: Columns) -> list[int]:
+    """The rows whose record id an earlier row's record has."""
+    seen: set[str] = set()
+    repeated = []
+    for row, record in enumerate(cols.records):
+        if record.id in seen:
+            repeated.append(row)
+        seen.add(record.id)
+    return repeated
 
 
 def rules(
@@ -451,14 +472,14 @@ def _problem(
         )
     if record.store is not None and record.store not in policy.stores:
         return InputError(
-            f"unknown store `{record.store}`; the policy declares {', '.join(policy.stores)}",
+            f"unknown store `{shown(record.store)}`; the policy declares {', '.join(policy.stores)}",
             at(record.position, "store"),
         )
     for level in record.levels:
         if level.name not in policy.fidelity:
             path = ("representations", level.name) if len(record.levels) > 1 or level.name != "raw" else ()
             return InputError(
-                f"level `{level.name}` is not in the policy's fidelity list ({', '.join(policy.fidelity)})",
+                f"level `{shown(level.name)}` is not in the policy's fidelity list ({', '.join(policy.fidelity)})",
                 at(record.position, *path),
             )
         if level.utility is None and not derives:
