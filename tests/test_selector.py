@@ -148,3 +148,16 @@ def test_add_and_remove_carry_the_columns_and_answer_as_a_fresh_selector(tenant_
         want = fresh.select(query=query, now=now, trace="full", tenant=None if tenant_rule else "t")
         assert _outcomes(got) == _outcomes(want)
     assert len(final) == len(selector.records.records)
+
+
+def test_add_and_remove_refuse_one_record_or_one_id_given_bare() -> None:
+    # a mapping's keys or a string's characters would be taken for records or ids
+    policy = memsolve.policy_from_text(
+        "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: p}\nbudget: {tokens: 10}\nrules: []\n", "p.yaml")
+    selector = memsolve.Selector(policy, [{"id": i, "timestamp": 0, "tokens": 1, "utility": 1.0} for i in ("ab", "a")])
+    with pytest.raises(memsolve.InputError, match=r"remove takes a list of ids, got one string \(`ab`\)"):
+        selector.remove("ab")
+    with pytest.raises(memsolve.InputError, match="add takes a list of records, got dict"):
+        selector.add({"id": "x", "timestamp": 0, "tokens": 1, "utility": 1.0})
+    assert [r.id for r in selector.records.records] == ["ab", "a"]  # nothing changed
+    assert selector.remove(["ab"]) == 1 and [r.id for r in selector.records.records] == ["a"]

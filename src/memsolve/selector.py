@@ -24,7 +24,7 @@ from typing import Any
 from . import pipeline
 from .cache import PromptOrder, order_of
 from .context import Context
-from .errors import InputError
+from .errors import InputError, shown
 from .policies.load import load_policy
 from .policies.model import Policy
 from .records import RecordSet, load_records
@@ -67,11 +67,15 @@ class Selector:
         """Validate ``records`` (mappings as in a records file) and append them; the records held
         are not validated again. A problem with one is that record's (kept as invalid, as on
         load), and so is a duplicate of a record already held (identity is (tenant, id))."""
+        if isinstance(records, (Mapping, str, bytes)):  # its keys or characters would be taken for records
+            raise InputError(f"add takes a list of records, got {type(records).__name__}: add([record])")
         self._records = self._records.extended(load_records(list(records)))
 
     def remove(self, ids: Iterable[str], tenant: str | None = None) -> int:
         """Drop ``tenant``'s records with these ids (the policy's tenant when none is given; every
         record with such an id only when neither names one); returns how many went."""
+        if isinstance(ids, (str, bytes)):  # its characters would be taken for ids
+            raise InputError(f"remove takes a list of ids, got one string (`{shown(ids)}`): remove([id])")
         tenant = tenant if tenant is not None else self.policy.tenant
         gone = set(ids)
         keep = [not (r.id in gone and (tenant is None or r.tenant == tenant)) for r in self._records.records]
