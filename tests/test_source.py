@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import memsolve
 from memsolve import records, source
+from memsolve.records import InvalidRecord
 
 from .conftest import needs, write
 
@@ -99,9 +100,7 @@ def test_control_characters_in_yaml_are_one_line_errors(tmp_path: Path, cli) -> 
     ("t.json", '[{"id": "a", "timestamp": "\\udfff"}]', (1, 27, "[0].timestamp"), "\\udfff"),
 ])
 def test_lone_surrogates_are_refused_where_they_are(tmp_path: Path, name: str, text: str, where, escape) -> None:
-    with pytest.raises(memsolve.InputError) as caught:
-        memsolve.load_records(write(tmp_path, name, text))
-    error = caught.value
+    error = load_error(write(tmp_path, name, text))
     assert (error.line, error.column, error.path) == where
     assert error.message.startswith(f"lone surrogate `{escape}` in a ")
     assert error.message.endswith("; JSON text must be valid Unicode")
@@ -235,6 +234,19 @@ def test_files_reporting_size_zero_are_still_bounded(monkeypatch: pytest.MonkeyP
 # --- the documented limits hold for JSON and JSON Lines too ------------------------------
 
 
+def load_error(path: Path) -> memsolve.InputError:
+    """The input error loading ``path`` gives: raised for a JSON or YAML file, or in JSON Lines,
+    where each line is one record, the error of the last invalid record (the line under test)."""
+    try:
+        loaded = memsolve.load_records(path)
+    except memsolve.InputError as raised:
+        assert path.suffix != ".jsonl", raised
+        return raised
+    invalid = [r for r in loaded.records if isinstance(r, InvalidRecord)]
+    assert path.suffix == ".jsonl" and invalid, loaded.records
+    return invalid[-1].error
+
+
 def _nested(levels: int) -> str:
     return "[" * levels + "]" * levels
 
@@ -247,9 +259,8 @@ def _nested(levels: int) -> str:
                            indent=1), None),
 ])
 def test_json_nesting_limit(tmp_path: Path, name: str, text: str, line: int | None) -> None:
-    with pytest.raises(memsolve.InputError, match=f"^.*: nesting deeper than {source.MAX_DEPTH} levels$") as caught:
-        memsolve.load_records(write(tmp_path, name, text))
-    error = caught.value
+    error = load_error(write(tmp_path, name, text))
+    assert re.fullmatch(f".*: nesting deeper than {source.MAX_DEPTH} levels", str(error))
     assert error.column is not None and error.path.count("[0]") >= source.MAX_DEPTH - 3
     if line is not None:
         assert error.line == line
@@ -262,9 +273,9 @@ def test_json_nesting_limit(tmp_path: Path, name: str, text: str, line: int | No
     ("d.json", "[" * 900 + '{"a": 1, "a": 2}' + "]" * 900, (1, 65)),  # a duplicate key deep down
 ])
 def test_json_far_too_deep_is_located(tmp_path: Path, name: str, text: str, where) -> None:
-    with pytest.raises(memsolve.InputError, match=f"nesting deeper than {source.MAX_DEPTH} levels") as caught:
-        memsolve.load_records(write(tmp_path, name, text))
-    assert (caught.value.line, caught.value.column) == where
+    error = load_error(write(tmp_path, name, text))
+    assert f"nesting deeper than {source.MAX_DEPTH} levels" in error.message
+    assert (error.line, error.column) == where
 
 
 def test_nesting_just_within_the_limit_is_fine(tmp_path: Path) -> None:
@@ -275,8 +286,7 @@ def test_nesting_just_within_the_limit_is_fine(tmp_path: Path) -> None:
         assert len(memsolve.load_records(write(tmp_path, name, text)).valid) == 1
     bad = {**good, "metadata": {"x": [inner]}}
     for name, text in (("b.jsonl", json.dumps(bad) + "\n"), ("b.json", json.dumps([bad]))):
-        with pytest.raises(memsolve.InputError, match="nesting deeper"):
-            memsolve.load_records(write(tmp_path, name, text))
+        assert "nesting deeper" in load_error(write(tmp_path, name, text)).message
 
 
 @pytest.mark.parametrize("name", ["r.json", "r.jsonl"])
@@ -285,9 +295,7 @@ def test_json_string_limit(tmp_path: Path, name: str, cli) -> None:
     text = json.dumps([record]) if name.endswith(".json") else json.dumps({"id": "z", "timestamp": 0}) + "\n" + \
         json.dumps(record) + "\n"
     path = write(tmp_path, name, text)
-    with pytest.raises(memsolve.InputError) as caught:
-        memsolve.load_records(path)
-    error = caught.value
+    error = load_error(path)
     assert error.message == "string of 5,000,000 characters, more than the limit of 1,048,576"
     assert error.path in ("[0].text", "[1].text") and error.column is not None
     result = cli("--policy", "policies/team-a.yaml", "--records", path)
@@ -297,9 +305,9 @@ def test_json_string_limit(tmp_path: Path, name: str, cli) -> None:
 def test_json_key_limit_and_keys_in_messages_are_cut(tmp_path: Path) -> None:
     key = "k" * 2_000_000
     path = write(tmp_path, "r.jsonl", json.dumps({"id": "a", "timestamp": 0, "metadata": {key: 1}}) + "\n")
-    with pytest.raises(memsolve.InputError, match="key of 2,000,000 characters") as caught:
-        memsolve.load_records(path)
-    assert caught.value.path == "[0].metadata." + "k" * 37 + "..." and len(str(caught.value)) < 300
+    error = load_error(path)
+    assert "key of 2,000,000 characters" in error.message
+    assert error.path == "[0].metadata." + "k" * 37 + "..." and len(str(error)) < 300
     dup = write(tmp_path, "d.json", '[{"' + "q" * 100 + '": 1, "' + "q" * 100 + '": 2}]')
     with pytest.raises(memsolve.InputError, match=r"duplicate key `q{37}\.\.\.`$"):
         memsolve.load_records(dup)
@@ -308,9 +316,9 @@ def test_json_key_limit_and_keys_in_messages_are_cut(tmp_path: Path) -> None:
 def test_the_limits_follow_the_module_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(source, "MAX_STRING", 9)
     path = write(tmp_path, "r.jsonl", '{"id": "a", "timestamp": 0}\n{"id": "abcdefghij", "timestamp": 0}\n')
-    with pytest.raises(memsolve.InputError, match="string of 10 characters, more than the limit of 9") as caught:
-        memsolve.load_records(path)
-    assert (caught.value.line, caught.value.path) == (2, "[1].id")
+    error = load_error(path)
+    assert error.message == "string of 10 characters, more than the limit of 9"
+    assert (error.line, error.path) == (2, "[1].id")
     monkeypatch.setattr(source, "MAX_STRING", 1024)
     monkeypatch.setattr(source, "MAX_DEPTH", 3)
     with pytest.raises(memsolve.InputError, match="nesting deeper than 3 levels"):
@@ -326,10 +334,9 @@ def test_the_limits_follow_the_module_values(tmp_path: Path, monkeypatch: pytest
 ])
 def test_integers_python_will_not_convert_are_one_located_error(tmp_path: Path, name: str, text: str, where) -> None:
     # int() and str() refuse more than 4,300 digits with a ValueError: it used to escape as a traceback
-    with pytest.raises(memsolve.InputError, match=r"^.*: number `[-0-9a-fx]{37}\.\.\.` has more digits than the "
-                                                 r"limit of [0-9,]+$") as caught:
-        memsolve.load_records(write(tmp_path, name, text))
-    assert (caught.value.line, caught.value.column) == where
+    error = load_error(write(tmp_path, name, text))
+    assert re.fullmatch(r".*: number `[-0-9a-fx]{37}\.\.\.` has more digits than the limit of [0-9,]+", str(error))
+    assert (error.line, error.column) == where
 
 
 @pytest.mark.parametrize("value, message", [
@@ -358,9 +365,7 @@ def test_jsonl_lines_end_at_newline_only(tmp_path: Path) -> None:
     records = memsolve.load_records(write(tmp_path, "r.jsonl", "\r\n".join(lines) + "\r\n"))
     assert [r.text for r in records.records] == texts
     bad = write(tmp_path, "b.jsonl", lines[0] + "\n" + lines[1] + "\n{oops}\n")
-    with pytest.raises(memsolve.InputError) as caught:
-        memsolve.load_records(bad)
-    assert caught.value.line == 3
+    assert load_error(bad).line == 3
 
 
 # --- the fast JSON path (orjson) and the exact parser ---------------------------------------

@@ -38,16 +38,17 @@ from .source import (
     MAX_UTILITY,
     STDIN,
     Document,
+    check_structure,
     find_non_finite,
     format_of,
     json_value,
     jsonl_document,
+    jsonl_line_may_break_limits,
     jsonl_lines,
-    jsonl_may_break_limits,
     load_document,
     may_hide_duplicate_keys,
+    nameable,
     nesting_may_break_limit,
-    parse_text,
     read_text,
     refuse_lone_surrogates,
     string_may_break_limit,
@@ -267,8 +268,7 @@ def load_records(source: str | Path | Sequence[Any] | Mapping[str, Any]) -> Reco
             if str(source) != STDIN and format_of(source) == "jsonl":
                 text, raw = read_text(source)
                 sha256 = hashlib.sha256(raw).hexdigest()
-                fast = _jsonl(text, str(source), sha256)
-                return fast if fast is not None else _build(parse_text(text, str(source), "jsonl"), sha256)
+                return _jsonl(text, str(source), sha256)
             doc, raw = load_document(source)
             return _build(doc, hashlib.sha256(raw).hexdigest())
         doc = Document("<records>", "", source, "data")
@@ -296,33 +296,44 @@ def _canonical(data: Any) -> bytes:
     return text.encode("utf-8")  # ASCII: json.dumps escapes the rest
 
 
-def _jsonl(text: str, file: str, sha256: str) -> RecordSet | None:
-    """A JSON Lines text through the fast path (``memsolve.decode``), or None when the exact path
-    must read all of it: a key may be written twice, a value may break a limit, too many records."""
-    if may_hide_duplicate_keys(text):
-        return None
+def _jsonl(text: str, file: str, sha256: str, fast: bool = True) -> RecordSet:
+    """A JSON Lines text. Each line is one record, read on its own: what is wrong with a line (not
+    JSON, a key written twice, a limit passed) is that record's input error, and another tenant's
+    never fails this tenant's run. Lines take the fast path (``memsolve.decode``) where it can
+    vouch for them (``fast``), else the exact path line by line (:func:`source.jsonl_line`)."""
     line_of = jsonl_lines(text)
-    if len(line_of) > MAX_RECORDS or any(string_may_break_limit(line) for _, line in line_of):
-        return None
-    decoded = decode.lines([line for _, line in line_of])
-    refused = [position for position, item in enumerate(decoded) if item is None]
-    # the decoded types nest four levels at most, but for `metadata`; and they refuse lone
-    # surrogates: the exact path's structure check is needed for metadata and refused lines only
-    if refused and jsonl_may_break_limits(text, line_of):
-        return None
-    if any(item.metadata is not None and nesting_may_break_limit(line_of[position][1])
-           for position, item in enumerate(decoded) if item is not None):
-        return None
-    written = text.count('":') - sum(line_of[position][1].count('":') for position in refused)
-    if not decode.keys_kept(written, decoded):
-        return None
     doc = jsonl_document(text, file, line_of, None)  # the records are built here, not kept as dicts
+    if len(line_of) > MAX_RECORDS:
+        raise doc.error((), f"{len(line_of):,} records, more than the limit of {MAX_RECORDS:,}")
+    decoded = _decoded(text, line_of) if fast else None
 
-    def item_at(position: int) -> Any:  # raises as the exact path does for a line that is not JSON
+    def line_at(position: int) -> Any:  # JSON with no key written twice, or that line's input error
         number, line = line_of[position]
         return json_value(line, file, number - 1, 1)
 
-    return _collected(doc, sha256, (), len(line_of), item_at, decoded)
+    def check(item: Any, path: tuple[Any, ...]) -> None:  # the limits, on the line's own value
+        if jsonl_line_may_break_limits(line_of[path[0]][1]):
+            check_structure(doc, item, path)
+
+    return _collected(doc, sha256, (), len(line_of), line_at, decoded, check=check)
+
+
+def _decoded(text: str, line_of: list[tuple[int, str]]) -> list[Decoded] | None:
+    """Each line decoded by the fast path, None for a line the exact path must read (one the types
+    refuse, or that may hold a string past the limit or `metadata` nested past it: the other
+    fields nest four levels at most); None for every line where a key may be written twice
+    (msgspec keeps the last one silently)."""
+    if may_hide_duplicate_keys(text):
+        return None
+    decoded = decode.lines([line for _, line in line_of])
+    for position, item in enumerate(decoded):
+        line = line_of[position][1]
+        if item is not None and (string_may_break_limit(line)
+                                 or item.metadata is not None and nesting_may_break_limit(line)):
+            decoded[position] = None
+    refused = [position for position, item in enumerate(decoded) if item is None]
+    written = text.count('":') - sum(line_of[position][1].count('":') for position in refused)
+    return decoded if decode.keys_kept(written, decoded) else None
 
 
 def _build(doc: Document, sha256: str, surrogates: bool = False) -> RecordSet:
@@ -383,16 +394,17 @@ def _collected(
         fast = None if decoded is None else decoded[position]
         record = None if fast is None else _decoded_record(fast, position)
         if record is None:
-            item = item_at(position)
-            path = prefix + (position,)
+            item, path = None, prefix + (position,)
             try:
+                item = item_at(position)  # a line of JSON Lines that cannot be read raises here
                 if check is not None:
                     check(item, path)
                 record = _record(doc, item, position, path)
             except InputError as error:
+                # named by its id and tenant where they can be written (one that breaks a limit cannot)
                 fields = item if isinstance(item, dict) else {}
-                rid = _plain(fields.get("id")) if isinstance(fields.get("id"), str) else None
-                tenant = _plain(fields.get("tenant")) if isinstance(fields.get("tenant"), str) else None
+                rid = _plain(fields.get("id")) if nameable(fields.get("id")) else None
+                tenant = _plain(fields.get("tenant")) if nameable(fields.get("tenant")) else None
                 records.append(InvalidRecord(rid, position, error, tenant))
                 continue
         identity = (record.tenant, record.id)

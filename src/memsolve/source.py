@@ -519,6 +519,18 @@ def jsonl_may_break_limits(text: str, line_of: list[tuple[int, str]]) -> bool:
     )
 
 
+def jsonl_line_may_break_limits(line: str) -> bool:
+    """Whether one line of JSON Lines can break MAX_DEPTH or MAX_STRING or hold a lone surrogate:
+    its value then takes :func:`check_structure` on its own (each line is one record)."""
+    return string_may_break_limit(line) or nesting_may_break_limit(line) or _SURROGATE_ESCAPE.search(line) is not None
+
+
+def nameable(value: Any) -> bool:
+    """Whether a string can name its record in output (an id, a tenant): within MAX_STRING and
+    valid Unicode (a lone surrogate cannot be written as UTF-8)."""
+    return isinstance(value, str) and _string_problem(value, "string", "") is None
+
+
 def string_may_break_limit(line: str) -> bool:
     """Whether a line of JSON Lines can hold a string longer than MAX_STRING."""
     return len(line) > MAX_STRING
@@ -682,9 +694,10 @@ def _json_duplicate_mark(text: str, key: str) -> tuple[int, int] | None:
     return None
 
 
-def check_structure(doc: Document) -> None:
+def check_structure(doc: Document, data: Any = None, here: PathT = ()) -> None:
     """Refuse aliases (shared nodes: a billion-laughs file), deep nesting, huge strings and lone
-    surrogates (a JSON ``"\\ud800"``: text that cannot be written back as UTF-8).
+    surrogates (a JSON ``"\\ud800"``: text that cannot be written back as UTF-8); in the whole
+    document, or in ``data`` found at ``here`` in it (one line of JSON Lines).
 
     Walks each distinct node once, so a file of ten nested aliases is refused in microseconds
     instead of being expanded. JSON cannot share nodes; YAML gives aliases as shared objects.
@@ -692,10 +705,11 @@ def check_structure(doc: Document) -> None:
     a limit, finds where. JSON texts that cannot break a limit (see ``may_break_limits``; JSON
     Lines: checked line by line) skip both.
     """
-    if _within_limits(doc.data):
+    root = doc.data if not here else data
+    if _within_limits(root, len(here)):
         return
     seen: set[int] = set()
-    stack: list[tuple[PathT, Any, bool]] = [((), doc.data, False)]  # (path, value, is a key)
+    stack: list[tuple[PathT, Any, bool]] = [(tuple(here), root, False)]  # (path, value, is a key)
     while stack:
         here, value, is_key = stack.pop()
         if isinstance(value, (dict, list)):
@@ -751,14 +765,15 @@ def _lone_surrogate(value: str, what: str, text: str) -> str | None:
     return f"lone surrogate `\\u{ord(lone.group()):04x}` in a {what}; {text} must be valid Unicode"
 
 
-def _within_limits(data: Any) -> bool:
-    """Whether ``data`` has no shared node, nothing nested MAX_DEPTH deep, no string longer than
-    MAX_STRING and no lone surrogate: :func:`check_structure`'s rules, without paths, level by
-    level (the parsers build plain dicts, lists and strs: exact type tests are the fast ones)."""
+def _within_limits(data: Any, depth: int = 0) -> bool:
+    """Whether ``data`` (``depth`` levels down its document) has no shared node, nothing nested
+    MAX_DEPTH deep, no string longer than MAX_STRING and no lone surrogate: :func:`check_structure`'s
+    rules, without paths, level by level (the parsers build plain dicts, lists and strs: exact type
+    tests are the fast ones)."""
     if type(data) is not dict and type(data) is not list:
         return _string_problem(data, "string", "") is None
     limit = MAX_STRING
-    level, seen, depth = [data], {id(data)}, 0
+    level, seen = [data], {id(data)}
     while level:
         if depth >= MAX_DEPTH:
             return False
