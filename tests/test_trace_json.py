@@ -137,12 +137,14 @@ def test_strings_of_a_str_subclass_read_as_their_characters_everywhere() -> None
 
 
 def test_a_set_holding_one_record_twice_words_its_latest_key_verdicts_by_row() -> None:
-    # a RecordSet built by hand may hold the same record object twice: the verdict follows the row
-    # (the later one is the latest), in the entries and in the JSON written from the arrays
+    # a RecordSet built by hand may hold the same record object twice (the loader would refuse the
+    # second; with no tenant in force admission does): the verdict follows the row (the later one
+    # is the latest), in the entries and in the JSON written from the arrays
     policy = memsolve.policy_from_text(
-        "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: t}\nbudget: {tokens: 3}\n"
+        "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: t}\ntenant: A\nbudget: {tokens: 3}\n"
         "rules:\n  - latest_key: {}\n", "t.yaml")
-    record = memsolve.load_records([{"id": "a", "timestamp": 1, "key": "k", "tokens": 1, "utility": 1.0}]).records[0]
+    record = memsolve.load_records([{"id": "a", "tenant": "A", "timestamp": 1, "key": "k", "tokens": 1,
+                                     "utility": 1.0}]).records[0]
     result = memsolve.solve(policy, memsolve.records.RecordSet((record, record)), memsolve.Context(now=5))
     assert [entry.rules[-1].passed for entry in result.trace] == [False, True]
     assert result.trace.json_lines() == [json_text(entry.to_dict()) for entry in result.trace]
