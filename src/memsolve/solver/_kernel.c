@@ -738,7 +738,7 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
 enum { W_HULL, W_HULL_W, W_HULL_V, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
        W_CAND, W_GREEDY, W_BAND, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
        W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_UTIL, W_REF, W_LOSS_ALLOC, W_ROW_BEST, W_TIED_MASK, W_KEEP_MASK,
-       W_LP_UP, W_LP_DOWN, W_LP_UP_TAKE, W_LP_DOWN_TAKE, W_LP_SUMS,
+       W_LP_INC, W_LP_SUMS,
        W_CUT_LIGHT, W_CUT_VALUES, W_CUT_USABLE, W_CUT_HULL, W_CUT_HW, W_CUT_INC, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
@@ -1392,17 +1392,25 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             moves_compute(&moves, P, floor_opt, searched, &lo, &hi, hi_infinite, generated);
         if (generated > tighten_after && !lp_ready) {
             step = value_step(P);
-            /* the hull increments of the rows outside the search, up and down from their floors */
-            size_t cells = (size_t)n * (size_t)(k + 1);
-            up.all = scratch(W_LP_UP, cells, sizeof(RowInc));
-            down.all = scratch(W_LP_DOWN, cells, sizeof(RowInc));
-            up.take = scratch(W_LP_UP_TAKE, cells, sizeof(RowInc));
-            down.take = scratch(W_LP_DOWN_TAKE, cells, sizeof(RowInc));
-            up.sum_ds = scratch(W_LP_SUMS, 4 * (cells + 1), sizeof(int64_t));
-            if (!up.all || !down.all || !up.take || !down.take || !up.sum_ds) goto done;
-            up.sum_dv = up.sum_ds + (cells + 1);
-            down.sum_ds = up.sum_ds + 2 * (cells + 1);
-            down.sum_dv = up.sum_ds + 3 * (cells + 1);
+            /* the hull increments of the rows outside the search, up and down from their floors
+               (counted first: the buffers hold what each side has, about two per row) */
+            size_t n_up = 0, n_down = 0;
+            for (Py_ssize_t i = 0; i < n; i++) {
+                if (searched[i] || hull_len[i] < 2) continue;
+                n_up += (size_t)(hull_len[i] - 1 - floor_pos[i]);
+                n_down += (size_t)floor_pos[i];
+            }
+            RowInc *incs = scratch(W_LP_INC, 2 * (n_up + n_down) + 2, sizeof(RowInc));
+            int64_t *sums = scratch(W_LP_SUMS, 2 * (n_up + n_down) + 4, sizeof(int64_t));
+            if (!incs || !sums) goto done;
+            up.all = incs;
+            down.all = incs + n_up;
+            up.take = incs + n_up + n_down + 1;
+            down.take = up.take + n_up;
+            up.sum_ds = sums;
+            up.sum_dv = sums + (n_up + 1);
+            down.sum_ds = sums + 2 * (n_up + 1);
+            down.sum_dv = down.sum_ds + (n_down + 1);
             up.len = down.len = 0;
             for (Py_ssize_t i = 0; i < n; i++) {
                 if (searched[i]) continue;
