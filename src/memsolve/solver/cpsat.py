@@ -6,6 +6,7 @@ one worker (also what makes it deterministic), ``linearization_level=2``, and a 
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 from typing import Any
 
@@ -21,12 +22,18 @@ def solve_cpsat(
     time_limit_s: float = 10.0,
     hint: np.ndarray | None = None,
     fallback: np.ndarray | None = None,
+    fewest_tokens: bool = False,
 ) -> Solution:
     """Exact optimum when CP-SAT proves it in time; otherwise its best allocation, ``time_limit``
     (status ``failed`` with CP-SAT's own status in ``detail`` when it breaks down).
 
     When the time limit passes before CP-SAT has any allocation, ``fallback`` (a feasible
     choice, default: delete everything) is returned with status ``time_limit``.
+
+    ``fewest_tokens``: where CP-SAT's allocation is reported (it answers for the DP), a proven
+    optimum is then made the one with the fewest tokens, the tie rule's first step: a second
+    solve keeps the value at the optimum and minimizes tokens, in the time left (``detail``
+    says so where it runs out).
     """
     from ortools.sat.python import cp_model  # imported on use: it costs a third of a second
 
@@ -60,6 +67,7 @@ def solve_cpsat(
     solver.parameters.random_seed = 0
     solver.parameters.linearization_level = 2
     solver.parameters.max_time_in_seconds = float(time_limit_s)
+    started = time.perf_counter()
     status = solver.Solve(model)
     if status == cp_model.UNKNOWN:  # out of time before a first solution
         choice = np.full(instance.n, -1, dtype=np.int64) if fallback is None else np.asarray(fallback)
@@ -71,19 +79,31 @@ def solve_cpsat(
         return make_solution(instance, scaled, np.full(instance.n, -1, dtype=np.int64), FAILED, "cp-sat",
                              detail=f"CP-SAT returned {solver.StatusName(status)}")
 
-    choice = np.full(instance.n, -1, dtype=np.int64)
-    for row, levels in enumerate(chosen):
-        for level, var in levels:
-            if solver.BooleanValue(var):
-                choice[row] = level
+    def allocation() -> np.ndarray:
+        choice = np.full(instance.n, -1, dtype=np.int64)
+        for row, levels in enumerate(chosen):
+            for level, var in levels:
+                if solver.BooleanValue(var):
+                    choice[row] = level
+        return choice
+
+    choice = allocation()
     proven = status == cp_model.OPTIMAL
-    solution = make_solution(
-        instance,
-        scaled,
-        choice,
-        OPTIMAL if proven else TIME_LIMIT,
-        "cp-sat",
-        detail="" if proven else f"time limit {time_limit_s}s reached before a proof",
-    )
+    detail = "" if proven else f"time limit {time_limit_s}s reached before a proof"
+    if proven and fewest_tokens:
+        # the value stays at the optimum (scaled integers: exact); among those allocations, fewest tokens
+        model.Add(sum(objective) == round(solver.ObjectiveValue()))
+        model.ClearHints()
+        for row, levels in enumerate(chosen):
+            for level, var in levels:
+                model.AddHint(var, int(choice[row]) == level)
+        model.Minimize(sum(capacity))
+        solver.parameters.max_time_in_seconds = max(float(time_limit_s) - (time.perf_counter() - started), 0.1)
+        second = solver.Solve(model)
+        if second in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            choice = allocation()
+        if second != cp_model.OPTIMAL:
+            detail = f"fewest tokens among the optima not proven within {time_limit_s}s"
+    solution = make_solution(instance, scaled, choice, OPTIMAL if proven else TIME_LIMIT, "cp-sat", detail=detail)
     bound = solution.objective if proven else solver.BestObjectiveBound() / scaled.scale
     return replace(solution, bound=bound)
