@@ -171,7 +171,7 @@ def test_with_no_tenant_in_force_an_id_of_two_tenants_is_the_later_records_input
         assert [(c.id, c.text) for c in result.selected] == [("x", "a's x"), ("y", "b's y")]
         assert [c.text for c in result.in_prompt_order()] == ["a's x", "b's y"]
         assert [(e.id, e.rule) for e in result.excluded] == [("x", "invalid")]
-        assert result.excluded[0].reason.startswith("record id `x` is also an earlier record's, of another tenant")
+        assert result.excluded[0].reason.startswith("record id `x` is also an earlier record's: with no tenant")
     # each tenant's own run still has its `x`
     for tenant, text in (("A", "a's x"), ("B", "b's x")):
         assert [c.text for c in memsolve.solve(NO_TENANT, memsolve.load_records(SHARED_ID),
@@ -195,3 +195,32 @@ def test_admission_errors_cut_the_value_they_name() -> None:
         memsolve.Context(now=1))
     assert [e.rule for e in result.excluded] == ["invalid", "invalid"]
     assert all(store not in e.reason and level not in e.reason and "..." in e.reason for e in result.excluded)
+
+
+@pytest.mark.parametrize("first", [
+    {"id": "x", "tenant": "A", "timestamp": 0, "store": "nowhere", "tokens": 1, "utility": 1.0},  # refused at admission
+    {"id": "x", "tenant": "A", "timestamp": "bad", "tokens": 1, "utility": 1.0},  # refused on load
+])
+def test_a_repeated_id_is_refused_however_the_earlier_record_failed(first) -> None:
+    later = {"id": "x", "tenant": "B", "timestamp": 0, "tokens": 1, "utility": 1.0}
+    result = memsolve.solve(NO_TENANT, memsolve.load_records([first, later]), memsolve.Context(now=1))
+    assert result.selected == () and [e.id for e in result.excluded] == ["x", "x"]
+    assert result.excluded[1].reason.startswith("record id `x` is also an earlier record's")
+
+
+def test_state_commands_refuse_an_empty_tenant(tmp_path, cli) -> None:
+    # the runs with no tenant in force are kept under tenant "": asking for tenant "" would hand
+    # out every tenant's state
+    state = tmp_path / "s.db"
+    memsolve.Selector(NO_TENANT, [{"id": "a-secret", "tenant": "A", "timestamp": 0, "tokens": 1, "utility": 1.0}],
+                      state=state, agent="ag").select(now=1)
+    for command in (("state", "export"), ("state", "show"), ("state", "reset", "--yes")):
+        result = cli(*command, "--state", state, "--agent", "ag", "--tenant", "")
+        assert result.exit_code == 2 and "the tenant must not be empty" in result.stderr
+        assert "a-secret" not in result.stdout + result.stderr
+    assert cli("state", "export", "--state", state, "--agent", "ag").stdout.count("a-secret") == 1  # kept
+
+
+def test_an_unknown_field_name_is_cut_in_its_error() -> None:
+    [bad] = memsolve.load_records([{"id": "a", "timestamp": 0, "tokens": 1, "Z" * 100_000: 1}]).invalid
+    assert len(str(bad.error)) < 400 and "Z" * 41 not in str(bad.error)

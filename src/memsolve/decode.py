@@ -9,8 +9,9 @@ a subset of what it accepts, and ``records`` builds a record they take into the 
 - a line the types refuse, or one whose record the exact path would refuse or word
   differently (a level without a size, an unparseable time, ``delete`` as a level name) goes to
   the exact path on its own;
-- a text where a key may be written twice (msgspec keeps the last one silently), or which may
-  break the nesting or string limits, goes to the exact path whole (``records.load_records``).
+- a line that may break the nesting or string limits goes to the exact path on its own, and a
+  text where a key may be written twice (msgspec keeps the last one silently) goes there whole,
+  line by line (``records._jsonl``): each line is one record, and its errors are that record's.
 
 ``tests/test_decode.py`` holds the two paths to equal record sets, errors included, on
 generated texts and the fuzz corpus. Records given as Python data take the exact path: what

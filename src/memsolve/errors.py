@@ -87,10 +87,12 @@ def unknown(value: object, options: Iterable[str], what: str) -> str:
     """``unknown WHAT `value``` and a "did you mean" hint, or the options when none is close."""
     options = list(options)
     text = str(value)  # YAML keys may be null or numbers
-    hint = difflib.get_close_matches(text, options, n=1) or difflib.get_close_matches(
+    # a name far longer than any option is like none of them (and difflib's time grows with it)
+    close = len(text) <= 2 * max(map(len, options), default=0) + 10
+    hint = close and (difflib.get_close_matches(text, options, n=1) or difflib.get_close_matches(
         text.replace("-", "_"), options, n=1
-    )
-    message = f"unknown {what} `{text}`"
+    ))
+    message = f"unknown {what} `{shown(text)}`"
     if hint:
         return message + f"; did you mean `{hint[0]}`?"
     return message + f"; expected one of {', '.join(f'`{o}`' for o in options)}"

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from . import cache, collection
-from .columns import ABSENT, Columns, LevelTable
+from .columns import ABSENT, LevelTable
 from .context import Context, ResolvedContext, resolve_context
 from .errors import InputError, SolverError, shown
 from .policies.model import Policy, RelevanceRule
@@ -130,25 +130,29 @@ def admit(policy: Policy, records: RecordSet, ctx: ResolvedContext) -> RecordSet
             refused[row] = InvalidRecord(record.id, record.position, problem)
     if ctx.tenant is None:
         # no tenant in force: every tenant's records are this run's, and its output, its state (fidelity
-        # ceilings, the prompt order) and its prompt know a record by id; an id an earlier record of
-        # another tenant has is that record's input error (ids are unique within a tenant on load)
-        for row in cols.memo(("ids of earlier records",), lambda: _repeated_ids(cols)):
+        # ceilings, the prompt order) and its prompt know a record by id; an id an earlier record has
+        # (another tenant's: ids are unique within a tenant on load) is that record's input error
+        for row in cols.memo(("ids of earlier records",), lambda: _repeated_ids(records)):
             record = cols.records[row]
             refused.setdefault(row, InvalidRecord(record.id, record.position, InputError(
-                f"record id `{shown(record.id)}` is also an earlier record's, of another tenant: with no tenant in "
-                "force a run's ids must be unique (give a tenant to run one tenant's records)",
+                f"record id `{shown(record.id)}` is also an earlier record's: with no tenant in force a run's ids "
+                "must be unique (give a tenant to run one tenant's records)",
                 records.locate_field(record.position, "id")), record.tenant))
     return records.refused(refused) if refused else records
 
 
-def _repeated_ids(cols: Columns) -> list[int]:
-    """The rows whose record id an earlier row's record has."""
-    seen: set[str] = set()
-    repeated = []
-    for row, record in enumerate(cols.records):
-        if record.id in seen:
-            repeated.append(row)
-        seen.add(record.id)
+def _repeated_ids(records: RecordSet) -> list[int]:
+    """The column rows whose record id an earlier record has: valid or not (one refused on load
+    keeps its id in the output too), admitted or not."""
+    seen: set[str | None] = set()
+    repeated, row = [], 0
+    for record in records.records:
+        if isinstance(record, Record):  # the columns hold the valid records, in order
+            if record.id in seen:
+                repeated.append(row)
+            row += 1
+        if record.id is not None:
+            seen.add(record.id)
     return repeated
 
 

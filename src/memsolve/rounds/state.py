@@ -39,7 +39,7 @@ from typing import Any
 from .. import pipeline
 from ..cache import PromptOrder, order_of
 from ..context import Context, resolve_context
-from ..errors import StateError
+from ..errors import InputError, StateError
 from ..policies.model import Policy
 from ..policies.verdicts import Ceiling
 from ..pricing import RoundPrice, price_for
@@ -292,6 +292,9 @@ class StateStore:
             return [] if conn is None else self._keys(conn, agent, policy, tenant)
 
     def _keys(self, conn: Any, agent: str | None, policy: str | None, tenant: str | None) -> list[AgentKey]:
+        if tenant == "":  # the key of the runs with no tenant in force: every tenant's records
+            raise InputError("the tenant must not be empty: runs with no tenant in force are kept under it; "
+                             "give a tenant name, or no tenant for every key")
         where = [(column, value) for column, value in (("policy", policy), ("tenant", tenant), ("agent", agent))
                  if value is not None]
         sql = "SELECT policy, tenant, agent FROM agents"
