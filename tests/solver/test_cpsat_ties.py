@@ -33,3 +33,24 @@ def test_a_count_limit_over_levels_all_worth_the_same_keeps_the_lightest() -> No
     assert answer.tokens_used == int(np.sort(tokens.min(axis=1))[:5].sum())
     inst = make_instance(tokens, tokens + 7.0, int(tokens.sum() // 3), price=1.0, max_records=5)
     assert solve_cpsat(inst, fewest_tokens=True).tokens_used == answer.tokens_used
+
+
+def test_the_second_solve_runs_only_where_cp_sats_allocation_is_reported(monkeypatch) -> None:
+    # beside a proven DP (the default cross-check), the DP's allocation is reported: CP-SAT's
+    # fewest-tokens solve would be lost time (found in review: Selector turns 12 -> 16 ms)
+    from memsolve.solver import cpsat, engines
+
+    asked: list[bool] = []
+    original = cpsat.solve_cpsat
+
+    def counting(*args, fewest_tokens=False, **kwargs):
+        asked.append(fewest_tokens)
+        return original(*args, fewest_tokens=fewest_tokens, **kwargs)
+
+    monkeypatch.setattr("memsolve.solver.core.solve_cpsat", counting)
+    tied = make_instance([[3, 1], [3, 1], [3, 2]], [[3.0, 1.0], [3.0, 1.0], [3.0, 2.0]], 5)
+    checked = engines.run(tied, "cp-sat", "dp", compare_greedy=False)
+    assert checked.solution.engine == "dp" and True not in asked
+    alone = engines.run(tied, "cp-sat", "none", compare_greedy=False)
+    assert alone.solution.engine == "cp-sat" and asked[-1] is True
+    assert alone.solution.tokens_used == checked.solution.tokens_used  # the tie rule's fewest tokens

@@ -301,9 +301,10 @@ def _dense_core(sub: Instance, scaled: Scaled) -> np.ndarray | None:
 
 
 def solve_cpsat_reduced(
-    instance: Instance, scaled: Scaled, red: Reduction, *, time_limit_s: float
+    instance: Instance, scaled: Scaled, red: Reduction, *, time_limit_s: float, fewest_tokens: bool = False
 ) -> Solution:
-    """CP-SAT on the core only, hinted with the incumbent; fixed rows keep their levels."""
+    """CP-SAT on the core only, hinted with the incumbent; fixed rows keep their levels.
+    ``fewest_tokens``: the optimum with the fewest tokens (where CP-SAT's allocation is reported)."""
     choice = red.fixed_choice.copy()
     detail = f"core {red.core.size} of {instance.n} records"
     if not red.core.size:
@@ -314,7 +315,7 @@ def solve_cpsat_reduced(
     # bound fixing failed and the core is the whole instance (weakly correlated, 1,000: 0.6 -> 1.4 s)
     hint = red.incumbent[red.core] if 2 * red.core.size < instance.n else None
     core = solve_cpsat(sub, sub_scaled, time_limit_s=time_limit_s, hint=hint, fallback=red.incumbent[red.core],
-                       fewest_tokens=True)  # its allocation is the one reported: the tie rule's first step
+                       fewest_tokens=fewest_tokens)
     choice[red.core] = core.choice
     solution = make_solution(instance, scaled, choice, core.status, "cp-sat", detail=core.detail or detail)
     fixed_value = solution.objective - core.objective

@@ -217,10 +217,11 @@ def check(job: Job, primary: Solution, cross_check: str, *, compare_greedy: bool
     other = None if cross_check == primary.engine else cross_check
     secondary = _run_engine(job, other, checking=True)
     if secondary is None:
-        return Outcome(_feasible(job.instance, primary), primary.engine, None, greedy, job.reduction)
+        return Outcome(_feasible(job.instance, _reported(job, primary)), primary.engine, None, greedy, job.reduction)
     if secondary.status == SKIPPED:
         verdict = CrossCheck(secondary.engine, None, None, secondary.detail)
-        return Outcome(_feasible(job.instance, primary), primary.engine, verdict, greedy, job.reduction)
+        return Outcome(_feasible(job.instance, _reported(job, primary)), primary.engine, verdict, greedy,
+                       job.reduction)
 
     p, s = primary.scaled_objective, secondary.scaled_objective
     assert p is not None and s is not None
@@ -243,9 +244,23 @@ def check(job: Job, primary: Solution, cross_check: str, *, compare_greedy: bool
             chosen, asked = secondary, secondary.engine
             verdict = CrossCheck(primary.engine, primary.objective, True, primary.detail)
     else:
-        chosen, asked = primary, primary.engine
+        chosen, asked = _reported(job, primary), primary.engine
         verdict = CrossCheck(secondary.engine, secondary.objective, True, secondary.detail)
     return Outcome(_feasible(job.instance, chosen), asked, verdict, greedy, job.reduction)
+
+
+def _reported(job: Job, solution: Solution) -> Solution:
+    """The solution whose allocation the result reports. A proven CP-SAT optimum reported as it
+    is (no proven DP allocation beside it) is first made the one with the fewest tokens, the tie
+    rule's first step: CP-SAT again, with that value kept and the tokens minimized. Only here,
+    where its allocation is the one shown (beside a proven DP the second solve would be lost)."""
+    if solution.engine != "cp-sat" or solution.status != OPTIMAL:
+        return solution
+    fewest = solve_cpsat_reduced(job.instance, job.scaled, job.shared_reduction(), time_limit_s=job.time_limit_s,
+                                 fewest_tokens=True)
+    if fewest.status != OPTIMAL or fewest.scaled_objective != solution.scaled_objective:
+        return replace(solution, detail="fewest tokens among the optima not proven in time")
+    return replace(fewest, bound=solution.bound)
 
 
 def run(
