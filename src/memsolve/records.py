@@ -406,6 +406,8 @@ def _collected(
                 rid = _plain(fields.get("id")) if nameable(fields.get("id")) else None
                 tenant = _plain(fields.get("tenant")) if nameable(fields.get("tenant")) else None
                 records.append(InvalidRecord(rid, position, error, tenant))
+                if rid is not None:  # its (tenant, id) is taken: a later record with it is a duplicate
+                    seen.add((tenant, rid))
                 continue
         identity = (record.tenant, record.id)
         if identity in seen:

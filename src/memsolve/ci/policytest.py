@@ -29,7 +29,7 @@ from typing import Any
 
 from .. import pipeline
 from ..context import CONTEXT_FIELDS, Context
-from ..errors import InputError, Location, MemsolveError, unknown
+from ..errors import InputError, Location, MemsolveError, shown, unknown
 from ..policies.load import load_policy
 from ..records import load_records
 from ..source import Document, load_document
@@ -116,7 +116,7 @@ def _expect_shape(doc: Document, data: Any) -> None:
     unknown = set(data) - {"apiVersion", "kind", "metadata", "policy", "records", "context", "cases"}
     if unknown:
         key = sorted(unknown)[0]
-        raise doc.error((key,), f"unknown field `{key}`", key=True)
+        raise doc.error((key,), f"unknown field `{shown(key)}`", key=True)
     _check_context(doc, data.get("context"), ("context",))
 
 
@@ -127,7 +127,7 @@ def _check_context(doc: Document, context: Any, path: tuple[Any, ...]) -> None:
         raise doc.error(path, "expected a mapping")
     for key in context:
         if key not in CONTEXT_FIELDS:
-            raise doc.error(path + (key,), f"unknown context field `{key}`; expected one of "
+            raise doc.error(path + (key,), f"unknown context field `{shown(key)}`; expected one of "
                             + ", ".join(f"`{f}`" for f in CONTEXT_FIELDS), key=True)
 
 

@@ -42,7 +42,8 @@ def load_rounds(path: str | Path) -> list[Batch]:
         elif isinstance(item, dict) and isinstance(item.get("records"), list):
             extra = set(item) - {"records", "now"}
             if extra:
-                raise InputError(f"unknown field `{sorted(extra)[0]}` in a round; expected `records`, `now`", where)
+                raise InputError(f"unknown field `{shown(sorted(extra)[0])}` in a round; expected `records`, `now`",
+                                 where)
             batches.append(Batch(tuple(item["records"]), item.get("now"), where))
         else:
             raise InputError("each line must be a list of records or an object with `records`", where)

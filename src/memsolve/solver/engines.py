@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import InputError, SolverError
+from ..errors import InputError, SolverError, shown
 from .core import TIES_BY_SEARCH, reduce_instance, solve_cpsat_reduced, solve_kernel_reduced, solve_reduced
 from .dp import solve_dp
 from .greedy import solve_greedy
@@ -169,7 +169,7 @@ def engine_named(name: str) -> Engine:
     try:
         return ENGINES[name]
     except KeyError:
-        raise InputError(f"unknown engine `{name}`; expected one of {', '.join(ENGINES)}") from None
+        raise InputError(f"unknown engine `{shown(name)}`; expected one of {', '.join(ENGINES)}") from None
 
 
 def dense_cells(instance: Instance) -> int:
