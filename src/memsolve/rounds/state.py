@@ -288,13 +288,11 @@ class StateStore:
 
     def keys(self, agent: str | None = None, *, policy: str | None = None, tenant: str | None = None) -> list[AgentKey]:
         """The stored keys, optionally only one agent's, one policy's (by name), one tenant's."""
+        _one_tenant(tenant)
         with self.transaction(write=False) as conn:
             return [] if conn is None else self._keys(conn, agent, policy, tenant)
 
     def _keys(self, conn: Any, agent: str | None, policy: str | None, tenant: str | None) -> list[AgentKey]:
-        if tenant == "":  # the key of the runs with no tenant in force: every tenant's records
-            raise InputError("the tenant must not be empty: runs with no tenant in force are kept under it; "
-                             "give a tenant name, or no tenant for every key")
         where = [(column, value) for column, value in (("policy", policy), ("tenant", tenant), ("agent", agent))
                  if value is not None]
         sql = "SELECT policy, tenant, agent FROM agents"
@@ -418,6 +416,7 @@ class StateStore:
     def export(self, agent: str | None = None, *, tenant: str | None = None) -> dict[str, Any]:
         """Every stored key (or one agent's, one tenant's) as JSON-ready data. With ``tenant`` the
         export holds only that tenant's keys: give one to a tenant, never the whole file."""
+        _one_tenant(tenant)
         with self.transaction(write=False) as conn:  # one snapshot of every key
             keys = [] if conn is None else self._keys(conn, agent, None, tenant)
             agents = [self.load(key, conn).to_dict() for key in keys]
@@ -695,3 +694,11 @@ def _only(doc: Any, at: tuple[Any, ...], value: dict[str, Any], required: Sequen
     for name in required:
         if name not in value:
             raise doc.error(at, f"missing field `{name}`")
+
+
+def _one_tenant(tenant: str | None) -> None:
+    """A tenant asked for by name: never empty, which is the key of the runs with no tenant in
+    force (every tenant's records)."""
+    if tenant == "":
+        raise InputError("the tenant must not be empty (--tenant): runs with no tenant in force are kept under "
+                         "it; give a tenant name, or no tenant for every key")
