@@ -300,7 +300,8 @@ def _jsonl(text: str, file: str, sha256: str, fast: bool = True) -> RecordSet:
     """A JSON Lines text. Each line is one record, read on its own: what is wrong with a line (not
     JSON, a key written twice, a limit passed) is that record's input error, and another tenant's
     never fails this tenant's run. Lines take the fast path (``memsolve.decode``) where it can
-    vouch for them (``fast``), else the exact path line by line (:func:`source.jsonl_line`)."""
+    vouch for them (``fast``), else the exact path line by line: the strict parser, the limits on
+    the line's own value (:func:`source.check_structure`), then the schema and the checks."""
     line_of = jsonl_lines(text)
     doc = jsonl_document(text, file, line_of, None)  # the records are built here, not kept as dicts
     if len(line_of) > MAX_RECORDS:

@@ -482,7 +482,7 @@ def _parse_jsonl(text: str, file: str) -> Document:
     line_of = jsonl_lines(text)
     records = [json_value(line, file, number - 1, 1) for number, line in line_of]
     doc = jsonl_document(text, file, line_of, records)
-    if jsonl_may_break_limits(text, line_of):
+    if any(jsonl_line_may_break_limits(line) for _, line in line_of):
         check_structure(doc)
     return doc
 
@@ -509,14 +509,6 @@ def jsonl_document(text: str, file: str, line_of: list[tuple[int, str]], data: A
         return number, _line_col(line, offset)[1]
 
     return Document(file, text, data, "jsonl", locator)
-
-
-def jsonl_may_break_limits(text: str, line_of: list[tuple[int, str]]) -> bool:
-    """Whether some line of a JSON Lines text can break MAX_DEPTH or MAX_STRING, or the text hold
-    a lone surrogate (see :func:`may_break_limits`)."""
-    return _SURROGATE_ESCAPE.search(text) is not None or any(
-        string_may_break_limit(line) or nesting_may_break_limit(line) for _, line in line_of
-    )
 
 
 def jsonl_line_may_break_limits(line: str) -> bool:

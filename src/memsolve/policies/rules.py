@@ -219,8 +219,8 @@ def _max_age(ev: Evaluator, rule: MaxAgeRule, cols: Columns) -> RuleMask:
         return judged(row)[2]
 
     def explain(row: int) -> Verdict:
-        within, span, worded = judged(row)
-        return Verdict(rule.id, within, worded, {"age": span, "max_age": limit_span})
+        within, span, reason_text = judged(row)
+        return Verdict(rule.id, within, reason_text, {"age": span, "max_age": limit_span})
 
     def written(rows: np.ndarray) -> list[str] | None:
         age = ev.ctx.now - cols.timestamp[rows]
@@ -420,13 +420,14 @@ def _latest_key(rule: LatestKeyRule, cols: Columns) -> RuleMask:
         # each row's verdict as JSON, worded from escaped pieces: a JSON string escapes character
         # by character, so the escaped reason is its pieces' escaped texts joined
         head = f'{{"rule": {json_string(rule.id)}, "passed": '
-        keys = [json_string(key)[1:-1] for key in cols.key.values]
-        ids = [json_string(record.id)[1:-1] for record in cols.records]
+        no_key = f'{head}true, "reason": "{worded(None, "", True, False)}", "evidence": {{"key": null}}}}'
+        keys = [_texts(key)[0] for key in cols.key.values]
+        ids = [_texts(record.id)[0] for record in cols.records]
         codes, winners, ties = cols.key.codes[rows].tolist(), winner[rows].tolist(), tie[rows].tolist()
         out = []
         for row, code, best, tied in zip(rows.tolist(), codes, winners, ties, strict=True):
             if code == ABSENT:
-                out.append(f'{head}true, "reason": "{worded(None, "", True, False)}", "evidence": {{"key": null}}}}')
+                out.append(no_key)
                 continue
             key, latest, is_latest = keys[code], ids[best], best == row
             out.append(f'{head}{"true" if is_latest else "false"}, "reason": "{worded(key, latest, is_latest, tied)}", '
