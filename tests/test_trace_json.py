@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +13,7 @@ from memsolve.policies.verdicts import Ceiling
 from memsolve.pricing import RoundPrice
 from memsolve.records import DELETE
 from memsolve.result import Trace, json_text
+from memsolve.trace_json import json_numbers
 
 from .policies.test_columns import LEVELS, a_case
 
@@ -35,7 +37,9 @@ def test_the_lines_from_the_arrays_are_the_entries_json(case, trace, engine, dat
         return  # the current session only, and no session given: no result
     assert isinstance(result.trace, Trace)
     lines = result.trace.json_lines()  # before any entry object is built
+    selected = result.selected.json_lines()
     assert lines == [json_text(entry.to_dict()) for entry in result.trace]
+    assert selected == [json_text(chosen.to_dict()) for chosen in result.selected]
 
 
 def test_derived_utilities_repairs_and_invalid_records_are_written_as_the_entries_write_them() -> None:
@@ -148,3 +152,17 @@ def test_a_set_holding_one_record_twice_words_its_latest_key_verdicts_by_row() -
     result = memsolve.solve(policy, memsolve.records.RecordSet((record, record)), memsolve.Context(now=5))
     assert [entry.rules[-1].passed for entry in result.trace] == [False, True]
     assert result.trace.json_lines() == [json_text(entry.to_dict()) for entry in result.trace]
+
+
+_EDGES = [0.0, -0.0, 1e-4, -1e-4, 9.999999999999999e-05, 1.0000000000000002e-4, 1e16, 9999999999999998.0, -1e16,
+          1e15, 1.5e16, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 0.1, 100.0, 123456.789, 1e-05]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(_EDGES), max_size=40))
+def test_numbers_are_written_as_the_encoder_writes_them(values) -> None:
+    # orjson's digits, repr's exponents: every finite float as json_text writes it, the
+    # boundaries of repr's exponent notation (1e-4, 1e16) and subnormals included
+    written = json_numbers(np.array(values, dtype=np.float64))
+    assert written == [json_text(value) for value in values]
+    assert json_numbers(np.array(_EDGES)) == [float.__repr__(value) for value in _EDGES]

@@ -51,7 +51,7 @@ from .result import (
 from .solver import Solution, dp, engines
 from .solver.compile import Allocations, Compiled, compile_rows, level_text
 from .tokens import counter
-from .trace_json import trace_lines
+from .trace_json import selected_lines, trace_lines
 
 STAGES = ("context", "scope", "admit", "rules", "compile", "solve", "check", "result")
 
@@ -243,7 +243,7 @@ def result(
         objective=solution.objective,
         utility=solution.utility,
         tokens_used=solution.tokens_used,
-        selected=Deferred(outcomes.selected),
+        selected=Deferred(outcomes.selected, lambda: selected_lines(allocations)),
         dropped=Deferred(outcomes.dropped),
         excluded=Deferred(outcomes.excluded),
         other_tenants=prep.admitted.other_tenants,

@@ -49,16 +49,24 @@ class Lazy(Generic[T]):
 class Deferred(Sequence[T]):
     """A tuple built on first use: a turn returns its result at once, and the lists a caller
     never reads (thousands of dropped records, every trace entry) are never built. Compares,
-    hashes and prints as the tuple it stands for."""
+    hashes and prints as the tuple it stands for. ``lines``, where given, writes each item's
+    JSON without building the items (None from it where the items must write it)."""
 
-    __slots__ = ("_items",)
+    __slots__ = ("_items", "_lines")
 
-    def __init__(self, build: Callable[[], Iterable[T]]) -> None:
+    def __init__(self, build: Callable[[], Iterable[T]],
+                 lines: Callable[[], Sequence[str] | None] | None = None) -> None:
         self._items: Lazy[tuple[T, ...]] = Lazy(lambda: tuple(build()))
+        self._lines = lines
 
     @property
     def items(self) -> tuple[T, ...]:
         return self._items.get()
+
+    def json_lines(self) -> Sequence[str] | None:
+        """Each item's JSON, as ``json_text(item.to_dict())`` writes it, from the writer; None
+        without one."""
+        return None if self._lines is None else self._lines()
 
     @overload
     def __getitem__(self, index: int) -> T: ...
@@ -86,18 +94,8 @@ class Deferred(Sequence[T]):
 
 
 class Trace(Deferred[T]):
-    """A result's trace entries, built on first use, and a writer of their JSON lines that needs
-    no entry objects (memsolve.trace_json; None where the entries must write it)."""
-
-    __slots__ = ("_lines",)
-
-    def __init__(self, build: Callable[[], Iterable[T]], lines: Callable[[], Sequence[str] | None]) -> None:
-        super().__init__(build)
-        self._lines = lines
-
-    def json_lines(self) -> Sequence[str] | None:
-        """Each entry's JSON, as ``json_text(entry.to_dict())`` writes it."""
-        return self._lines()
+    """A result's trace entries, built on first use, with a writer of their JSON lines that
+    needs no entry objects (memsolve.trace_json)."""
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
@@ -122,6 +120,17 @@ class Encoded(list[str]):
 def json_string(value: str | None) -> str:
     """A string (or None) as the result's encoder writes it."""
     return "null" if value is None else json.encoder.encode_basestring(value)  # the encoder's own
+
+
+def _encoded(items: Sequence[T], write: Callable[[T], str]) -> Encoded:
+    """A result's list as JSON lines: by the list's own writer where it has one, else each item
+    by ``write``."""
+    lines = items.json_lines() if isinstance(items, Deferred) else None
+    return Encoded(lines if lines is not None else map(write, items))
+
+
+def _entry_json(entry: TraceEntry) -> str:
+    return json_text(entry.to_dict())
 
 
 def _rows(value: Any) -> Sequence[str] | None:
@@ -413,13 +422,11 @@ class Result:
             "objective": self.objective,
             "utility": self.utility,
             "tokens_used": self.tokens_used,
-            "selected": (Encoded(c.to_json() for c in self.selected) if encoded
-                         else [c.to_dict() for c in self.selected]),
-            "dropped": Encoded(d.to_json() for d in self.dropped) if encoded else [d.to_dict() for d in self.dropped],
-            "excluded": (Encoded(e.to_json() for e in self.excluded) if encoded
-                         else [e.to_dict() for e in self.excluded]),
+            "selected": _encoded(self.selected, Chosen.to_json) if encoded else [c.to_dict() for c in self.selected],
+            "dropped": _encoded(self.dropped, Dropped.to_json) if encoded else [d.to_dict() for d in self.dropped],
+            "excluded": _encoded(self.excluded, Excluded.to_json) if encoded else [e.to_dict() for e in self.excluded],
             "other_tenants": self.other_tenants,
-            "trace": self._trace_json() if encoded else [t.to_dict() for t in self.trace],
+            "trace": _encoded(self.trace, _entry_json) if encoded else [t.to_dict() for t in self.trace],
         }
         if self.compression is not None:
             out["compression"] = self.compression.to_dict()
@@ -428,10 +435,6 @@ class Result:
             out["cache"] = self.cache.to_dict()
         out.update(self.extra)
         return out
-
-    def _trace_json(self) -> Encoded:
-        lines = self.trace.json_lines() if isinstance(self.trace, Trace) else None
-        return Encoded(lines if lines is not None else (json_text(t.to_dict()) for t in self.trace))
 
     def to_json(self) -> str:
         """The result as JSON text, ending in a newline; byte-identical for identical inputs.

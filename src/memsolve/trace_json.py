@@ -9,14 +9,17 @@ one call. A full trace of 10,000 records is mostly this.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
+import orjson
 
 from .policies.verdicts import Judgement, RuleMask, Verdict
 from .result import json_string, json_text
-from .solver.compile import Allocations
+from .solver.compile import Allocations, level_text
 
 
 def _strings(values: Sequence[str]) -> np.ndarray:
@@ -33,9 +36,18 @@ def verdict_json(verdict: Verdict) -> str:
             f'"reason": {json_string(verdict.reason)}, "evidence": {json_text(verdict.evidence)}}}')
 
 
-def _numbers(values: np.ndarray) -> list[str]:
-    """Each number as the encoder writes it (one call for them all; finite values only)."""
-    return json_text(values.tolist())[1:-1].split(", ")
+def json_numbers(values: np.ndarray) -> list[str]:
+    """Each number of a float array as the encoder writes it (``float.__repr__``; finite values
+    only). orjson writes the same shortest digits ten times faster, but with exponents of its
+    own (``1e-5`` for ``1e-05``, ``0.00001`` for ``1e-05``): the values repr writes with an
+    exponent (magnitude below 1e-4 or from 1e16 on) are written by repr."""
+    if not values.size:
+        return []
+    out = orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY).decode()[1:-1].split(",")
+    magnitude = np.abs(values)
+    for at in np.flatnonzero(((magnitude < 1e-4) & (magnitude > 0)) | (magnitude >= 1e16)).tolist():
+        out[at] = float.__repr__(float(values[at]))
+    return out
 
 
 def rule_texts(mask: RuleMask, rows: np.ndarray) -> np.ndarray:
@@ -61,35 +73,63 @@ def allocation_texts(allocations: Allocations, rows: np.ndarray) -> list[str] | 
     value = utility - inst.price * tokens
     if not (np.isfinite(utility[offered]).all() and np.isfinite(value[offered]).all()):
         return None
-    names = [json_string(level) for level in levels]
-    # each offered level's text, then each row's in level order (small strings: numpy joins them)
-    at = np.nonzero(offered)
-    cells = np.full(tokens.shape, "", dtype=object)
-    if at[0].size:
-        utilities = _numbers(utility[at])
-        # at a price of 0 each value is its utility, bit for bit (-0.0 too): written once
-        values = utilities if np.array_equal(value.view(np.int64), utility.view(np.int64)) else _numbers(value[at])
-        sizes = map(int.__repr__, tokens[at].tolist())  # ints as the encoder writes them, without it
-        cells[at] = [f', {{"level": {names[j]}, "tokens": {t}, "utility": {u}, "value": {v}}}'
-                     for j, t, u, v in zip(at[1].tolist(), sizes, utilities, values, strict=True)]
-    offers = cells.sum(axis=1).tolist() if tokens.shape[1] else [""] * len(rows)
-    names.append(json_string("delete"))
-    choice = allocations.choice[rows].tolist()
-    searched = [None] * len(rows) if allocations.searched is None else allocations.searched[rows].tolist()
-    out = []
-    for row, j, offer, search in zip(rows.tolist(), choice, offers, searched, strict=True):
-        text = f'{{"level": {names[j]}, "offered": [{offer[2:]}]'  # less the first separator
-        if search is not None:
-            text += ', "decided_by": "search"}' if search else ', "decided_by": "bound"}'
-        else:
-            text += "}"
+    # at a price of 0 each value is its utility, bit for bit (-0.0 too): written once
+    same = np.array_equal(value.view(np.int64), utility.view(np.int64))
+    # each level's offers, a column of texts ("" where the row does not offer it), each text led
+    # by the separator; a row's offers are its columns joined, less the first separator
+    columns = []
+    for j, level in enumerate(levels):
+        at = np.flatnonzero(offered[:, j])
+        if not at.size:
+            continue
+        utilities = json_numbers(utility[at, j])
+        cells = np.full(len(rows), "", dtype=object)
+        cells[at] = list(map("".join, zip(
+            repeat(f', {{"level": {json_string(level)}, "tokens": '), map(int.__repr__, tokens[at, j].tolist()),
+            repeat(', "utility": '), utilities, repeat(', "value": '),
+            utilities if same else json_numbers(value[at, j]), repeat("}"))))
+        columns.append(cells.tolist())
+    offers = map(_LESS_SEPARATOR, map("".join, zip(*columns, strict=True))) if columns else repeat("", len(rows))
+    names = _strings([json_string(level) for level in (*levels, "delete")])
+    choice = allocations.choice[rows]
+    if allocations.searched is None:
+        decided: Iterable[str] = repeat("}")
+    else:
+        decided = _strings([', "decided_by": "bound"}', ', "decided_by": "search"}'])[
+            allocations.searched[rows].astype(np.intp)].tolist()
+    out = list(map("".join, zip(repeat('{"level": '), names[choice].tolist(), repeat(', "offered": ['), offers,
+                                repeat("]"), decided)))
+    for at in np.flatnonzero(compiled.annotated(rows)).tolist():  # few rows, if any
+        row = int(rows[at])
         repairs, derived = compiled.repairs(row), compiled.derived(row)
         if repairs:
-            text += f', "repairs": {json_text([r.to_dict() for r in repairs])}'
+            out[at] += f', "repairs": {json_text([r.to_dict() for r in repairs])}'
         if derived is not None:
-            text += f', "derived_utility": {json_text(derived.to_dict())}'
-        out.append(text)
+            out[at] += f', "derived_utility": {json_text(derived.to_dict())}'
     return out
+
+
+_LESS_SEPARATOR = itemgetter(slice(2, None))
+
+
+def selected_lines(allocations: Allocations) -> list[str] | None:
+    """The result's ``selected`` list as JSON lines (``Chosen.to_json`` of each, byte for byte),
+    without the Chosen objects; None where a utility is not finite (the objects' path raises)."""
+    compiled, choice = allocations.compiled, allocations.choice
+    inst, levels = compiled.instance, compiled.levels
+    rows = np.flatnonzero(choice >= 0)
+    at = choice[rows]
+    utility = inst.utility[rows, at]
+    if not np.isfinite(utility).all():
+        return None
+    records = [compiled.source[i] for i in compiled.rows[rows].tolist()]
+    chosen = [levels[j] for j in at.tolist()]
+    return list(map("".join, zip(
+        repeat('{"id": '), (json_string(record.id) for record in records), repeat(', "level": '),
+        map(json_string, chosen), repeat(', "tokens": '), map(int.__repr__, inst.tokens[rows, at].tolist()),
+        repeat(', "utility": '), json_numbers(utility), repeat(', "text": '),
+        (json_string(level_text(record, level)) for record, level in zip(records, chosen, strict=True)),
+        repeat("}"))))
 
 
 def trace_lines(
@@ -107,22 +147,26 @@ def trace_lines(
     lines = [invalid_line(position, item) if row is None else "" for position, item, row in shown]
     if not valid:
         return lines
-    rules = [", ".join(texts) for texts in zip(*(rule_texts(mask, rows).tolist() for mask in judgement.masks),
-                                                 strict=True)]
     eligible = judgement.eligible[rows]
     at = instance_row[rows[eligible]]
     written = allocation_texts(allocations, at) if at.size else []
     if written is None:
         return None
-    selected = iter((allocations.choice[at] >= 0).tolist())
-    allocated = iter(written)
-    for i, rules_text, is_eligible in zip(valid, rules, eligible.tolist(), strict=True):
-        position, item, _ = shown[i]
-        if is_eligible:
-            outcome = '"selected"' if next(selected) else '"dropped"'
-            tail = f', "allocation": {next(allocated)}}}'
-        else:
-            outcome, tail = '"excluded"', "}"
-        lines[i] = (f'{{"id": {json_string(item.id)}, "position": {position}, "outcome": {outcome}, '
-                    f'"rules": [{rules_text}]{tail}')
+    # each line in pieces, one column of texts per piece, joined row by row
+    outcome = np.full(len(rows), '"excluded"', dtype=object)
+    outcome[eligible] = _strings(['"dropped"', '"selected"'])[(allocations.choice[at] >= 0).astype(np.intp)]
+    tail = np.full(len(rows), "}", dtype=object)
+    tail[eligible] = list(map("".join, zip(repeat(', "allocation": '), written, repeat("}"))))
+    pieces: list[Iterable[str]] = [
+        repeat('{"id": '), (json_string(shown[i][1].id) for i in valid), repeat(', "position": '),
+        (int.__repr__(shown[i][0]) for i in valid), repeat(', "outcome": '), outcome.tolist(), repeat(', "rules": [')]
+    for index, mask in enumerate(judgement.masks):
+        pieces += [repeat(", ")] if index else []
+        pieces.append(rule_texts(mask, rows).tolist())
+    pieces += [repeat("]"), tail.tolist()]
+    written_lines = map("".join, zip(*pieces, strict=False))  # the constant pieces repeat without end
+    if len(valid) == len(lines):
+        return list(written_lines)
+    for i, line in zip(valid, written_lines, strict=True):
+        lines[i] = line
     return lines

@@ -144,6 +144,15 @@ class Compiled:
         raised = np.flatnonzero(inst.mask[row] & (inst.utility[row] > self.given[row])).tolist()
         return tuple(Repair(self.levels[j], float(self.given[row, j]), float(inst.utility[row, j])) for j in raised)
 
+    def annotated(self, rows: np.ndarray) -> np.ndarray:
+        """Which of ``rows`` have :meth:`repairs` or a :meth:`derived` utility (the rest have neither)."""
+        if self.model is not None:
+            assert self.modelled is not None
+            derived = self.modelled[rows].any(axis=1)
+        else:
+            derived = ~np.isnan(self.sharpened[rows])
+        return self._repaired[rows] | derived
+
     def derived(self, row: int) -> Derived | Modelled | None:
         """How the row's utility was derived from its relevance score (None: it was given)."""
         if self.model is not None:
