@@ -25,15 +25,17 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .policies.model import CacheSettings
 from .records import Record
 from .result import Chosen, Deferred, Lazy
-from .solver.cache import CacheProblem, CacheSolution
 from .solver.compile import Compiled, level_text
+
+if TYPE_CHECKING:  # the exact cache solver is imported when a policy with a cache block solves
+    from .solver.cache import CacheProblem, CacheSolution
 
 
 @dataclass(frozen=True)
@@ -343,6 +345,8 @@ def order_of(result: Any) -> PromptOrder:
 def problem(compiled: Compiled, settings: CacheSettings, previous: PromptOrder | None) -> CacheProblem:
     """The cache objective over a compiled instance: the write price per token added to its price,
     the previous prompt laid over its rows, the bonus of each intact prefix."""
+    from .solver.cache import CacheProblem
+
     inst = compiled.instance
     r = rates(settings)
     per_dollar = settings.value_per_dollar * settings.input_price / 1e6  # value of one dollar-per-token

@@ -13,7 +13,6 @@ from ..errors import InputError, SolverError
 from ..policies.load import load_policy
 from ..render import RESULT_FORMATS, capture, frontier_table, result_table
 from ..result import TRACE_MODES
-from ..rounds.state import StateStore
 from ..solver.engines import ENGINES
 from .common import (
     EXIT_INPUT,
@@ -56,6 +55,8 @@ def solve(inputs: Inputs, context: Context, engine, fmt, out, force, strict, tim
     if state_path is None:
         result = pipeline.run(policy, records, context, engine=engine, timings=clock, trace=trace_mode).result
     else:
+        from ..rounds.state import StateStore  # sqlite3 and the state schema: only a round with state pays
+
         store = StateStore(state_path)
         result = store.round(policy, records, context, agent=agent, refresh=refresh, dry_run=dry_run, engine=engine,
                              timings=clock, trace=trace_mode)

@@ -20,7 +20,6 @@ from ..columns import ABSENT, Columns
 from ..context import ResolvedContext
 from ..errors import InputError
 from ..records import DELETE, Record
-from ..relevance import RelevanceIndex
 from ..result import json_string, json_text
 from ..timeutil import RFC3339, TimeValueError, format_time, parse_duration
 from .model import (
@@ -470,6 +469,8 @@ def _relevance(ev: Evaluator, rule: RelevanceRule, cols: Columns) -> RuleMask:
         24.0 if ev.ctx.time_kind == "number" else 24 * 3600.0
     )
     assert half_life is not None
+    from ..relevance import RelevanceIndex  # imported on use: a policy without relevance never pays for it
+
     index = cols.memo(("relevance-index",), lambda: RelevanceIndex.of(cols.records))
     scored = index.score(query, ev.ctx.now, half_life, rule.recency_weight, rule.scorer)
     weight = number(rule.recency_weight)
