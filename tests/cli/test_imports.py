@@ -105,11 +105,30 @@ def test_version_and_help_import_no_command(tmp_path: Path, args: list[str]) -> 
     assert _loaded(run["modules"], (*HEAVY, *PIPELINE)) == set()
 
 
+# what a solve without state, relevance or a cache block never needs
+ON_DEMAND = ("sqlite3", "memsolve.rounds.state", "memsolve.relevance", "memsolve.solver.cache", "importlib.resources")
+
+
 def test_a_json_solve_with_the_dp_imports_no_ortools_rich_or_matplotlib(tmp_path: Path) -> None:
     run, proc = _memsolve(tmp_path, *_dp(tmp_path), "--format", "json")  # the default command
     assert run["code"] == 0, proc.stderr
     assert json.loads(proc.stdout)["solver"]["engine"] == "dp"
     assert _loaded(run["modules"], HEAVY) == set()
+    assert _loaded(run["modules"], ON_DEMAND) == set()
+
+
+def test_state_relevance_and_a_cache_block_import_what_they_use(tmp_path: Path) -> None:
+    policy = write(tmp_path, "all.yaml", "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: all}\n"
+                   "budget: {tokens: 10}\nsolver: {engine: dp, cross_check: none}\n"
+                   "rules:\n  - relevance: {scorer: bm25}\n"
+                   "cache: {provider: anthropic-5m, input_price: 3, value_per_dollar: 1000, min_prefix: 0}\n")
+    records = write(tmp_path, "records.json", [{"id": f"r{i}", "tokens": 2 + i, "utility": 1.0 + i, "timestamp": 0,
+                                                "text": f"note {i}"} for i in range(6)])
+    run, proc = _memsolve(tmp_path, "--policy", policy, "--records", records, "--now", "1", "--query", "note",
+                          "--state", tmp_path / "state.db", "--agent", "a", "--format", "json")
+    assert run["code"] == 0, proc.stderr
+    assert _loaded(run["modules"], ON_DEMAND) >= {"sqlite3", "memsolve.rounds.state", "memsolve.relevance",
+                                                  "memsolve.solver.cache"}
 
 
 def test_a_table_imports_rich_and_only_rich(tmp_path: Path) -> None:
