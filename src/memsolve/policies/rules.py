@@ -11,7 +11,11 @@ a turn decides over arrays and builds verdict objects only for what it shows.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
+from itertools import repeat
+from json.encoder import encode_basestring
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -417,23 +421,43 @@ def _latest_key(rule: LatestKeyRule, cols: Columns) -> RuleMask:
 
     def written(rows: np.ndarray) -> list[str]:
         # each row's verdict as JSON, worded from escaped pieces: a JSON string escapes character
-        # by character, so the escaped reason is its pieces' escaped texts joined
+        # by character, so the escaped reason is its pieces' escaped texts joined. The verdict is
+        # worded once for each of the four cases (latest or not, tied or not) with stand-ins for
+        # the key and the latest id, and each row's escaped key and id are laid into it.
         head = f'{{"rule": {json_string(rule.id)}, "passed": '
         no_key = f'{head}true, "reason": "{worded(None, "", True, False)}", "evidence": {{"key": null}}}}'
-        keys = [_texts(key)[0] for key in cols.key.values]
-        ids = [_texts(record.id)[0] for record in cols.records]
-        codes, winners, ties = cols.key.codes[rows].tolist(), winner[rows].tolist(), tie[rows].tolist()
-        out = []
-        for row, code, best, tied in zip(rows.tolist(), codes, winners, ties, strict=True):
-            if code == ABSENT:
-                out.append(no_key)
+        keys = _escaped(cols.key.values)
+        codes, winners, ties = cols.key.codes[rows], winner[rows], tie[rows]
+        is_latest = winners == rows
+        out = np.full(len(rows), no_key, dtype=object)
+        ids: list[str] = []
+        for latest, tied in ((True, False), (True, True), (False, False), (False, True)):
+            at = np.flatnonzero((codes != ABSENT) & (is_latest == latest) & (ties == tied))
+            if not at.size:
                 continue
-            key, latest, is_latest = keys[code], ids[best], best == row
-            out.append(f'{head}{"true" if is_latest else "false"}, "reason": "{worded(key, latest, is_latest, tied)}", '
-                       f'"evidence": {{"key": "{key}", "latest": "{latest}", "tie": {"true" if tied else "false"}}}}}')
-        return out
+            ids = ids or _escaped([record.id for record in cols.records])
+            template = (f'{head}{"true" if latest else "false"}, "reason": "{worded(_KEY, _ID, latest, tied)}", '
+                        f'"evidence": {{"key": "{_KEY}", "latest": "{_ID}", "tie": {"true" if tied else "false"}}}}}')
+            laid = {_KEY: [keys[code] for code in codes[at].tolist()],
+                    _ID: [ids[best] for best in winners[at].tolist()]}
+            pieces = [laid[piece] if piece in laid else repeat(piece) for piece in _STAND_IN.split(template)]
+            out[at] = list(map("".join, zip(*pieces, strict=False)))  # the constant pieces repeat without end
+        return out.tolist()
 
     return RuleMask(rule.id, passed, explain, reason=reason, written=written)
+
+
+# stand-ins for a key and an id in a worded verdict (NUL: JSON escapes it everywhere else)
+_KEY, _ID = "\x00key\x00", "\x00id\x00"
+_STAND_IN = re.compile("(\x00key\x00|\x00id\x00)")
+
+
+def _escaped(values: Sequence[str]) -> list[str]:
+    """Each string as JSON writes it inside quotes (escaped, less the quotes)."""
+    return list(map(_UNQUOTED, map(encode_basestring, values)))
+
+
+_UNQUOTED = itemgetter(slice(1, -1))
 
 
 def _latest(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
