@@ -231,9 +231,12 @@ def _max_age(ev: Evaluator, rule: MaxAgeRule, cols: Columns) -> RuleMask:
         if spans is None:
             return None
         head, limit_text, limit_json = f'{{"rule": {json_string(rule.id)}, "passed": ', *_texts(limit_span)
-        return [f'{head}{"true" if within else "false"}, "reason": "{worded(within, text, limit_text)}", '
-                f'"evidence": {{"age": {json}, "max_age": {limit_json}}}}}'
-                for within, (text, json) in zip((age <= limit).tolist(), spans, strict=True)]
+        out = np.empty(len(rows), dtype=object)
+        for within, at in ((True, np.flatnonzero(age <= limit)), (False, np.flatnonzero(~(age <= limit)))):
+            template = (f'{head}{"true" if within else "false"}, "reason": "{worded(within, _AGE, limit_text)}", '
+                        f'"evidence": {{"age": {_AGE_JSON}, "max_age": {limit_json}}}}}')
+            out[at] = _lay(template, {_AGE: spans[0][at].tolist(), _AGE_JSON: spans[1][at].tolist()})
+        return out.tolist()
 
     return RuleMask(rule.id, ev.ctx.now - cols.timestamp <= limit, explain, reason=reason,
                     shared_by=lambda: cols.memo(("same", "timestamp"), lambda: same(cols.timestamp)),
@@ -253,15 +256,19 @@ def _texts(value: Any) -> tuple[str, str]:
     return json_string(str(value))[1:-1], json_text(value)
 
 
-def _worded(values: np.ndarray, word: Callable[[float], Any]) -> list[tuple[str, str]] | None:
-    """Each value worded by ``word`` (once per distinct value), as :func:`_texts`; None where one
-    is not finite (the row-by-row path then raises as it does)."""
+def _worded(values: np.ndarray, word: Callable[[float], Any]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Each value worded by ``word`` (once per distinct value), as :func:`_texts` writes it: the
+    texts and the JSON, object arrays; None where one is not finite (the row-by-row path then
+    raises as it does)."""
     distinct, inverse = np.unique(values, return_inverse=True)
     try:
         texts = [_texts(word(value)) for value in distinct.tolist()]
     except ValueError:
         return None
-    return [texts[i] for i in inverse.ravel().tolist()]
+    written, json = np.empty(len(texts), dtype=object), np.empty(len(texts), dtype=object)
+    written[:], json[:] = [text for text, _ in texts], [value for _, value in texts]
+    at = inverse.ravel()
+    return written[at], json[at]
 
 
 def _freshness(ev: Evaluator, rule: FreshnessRule, cols: Columns) -> RuleMask:
@@ -317,7 +324,8 @@ def _freshness(ev: Evaluator, rule: FreshnessRule, cols: Columns) -> RuleMask:
         stamps = cols.timestamp[rows]
         age, row_ttl = ev.ctx.now - stamps, ttl[rows]
         lasting = ~np.isnan(row_ttl)
-        ages, times, ttls = _worded(age, ev.span), _worded(stamps, ev.time), _worded(row_ttl[lasting], ev.span)
+        ages, times = _worded(age, ev.span), _worded(stamps, ev.time)
+        ttls = _worded(np.where(lasting, row_ttl, 0.0), ev.span)  # a null ttl's is never written
         if ages is None or times is None or ttls is None:
             return None
         head, now_json = f'{{"rule": {json_string(rule.id)}, "passed": ', json_text(now)
@@ -326,18 +334,24 @@ def _freshness(ev: Evaluator, rule: FreshnessRule, cols: Columns) -> RuleMask:
         sources = {own: _texts("record"), ABSENT: _texts("policy default")}
         sources |= {cols.store.code(store): _texts(f"store `{store}`") for store in by_store}
         store = np.where(cols.store.isin(list(by_store))[rows], cols.store.codes[rows], ABSENT)
-        from_codes = np.where(cols.ttl_given[rows], own, store).tolist()
-        ttl_texts = iter(ttls)
-        out = []
-        for (age_text, age_json), (_, time_json), code, value, row_age, lasts in zip(
-                ages, times, from_codes, row_ttl.tolist(), age.tolist(), lasting.tolist(), strict=True):
+        from_codes = np.where(cols.ttl_given[rows], own, store)
+        expired = lasting & (age > row_ttl)
+        columns = {_AGE: ages[0], _AGE_JSON: ages[1], _TIME: times[1], _TTL: ttls[0], _TTL_JSON: ttls[1]}
+        out = np.empty(len(rows), dtype=object)
+        # worded once for each source and case (never expires, within, expired), with stand-ins for
+        # the row's own texts; a case's numbers only take worded's branch (age 0 or 2, ttl 1)
+        for code in np.unique(from_codes).tolist():
             source_text, source_json = sources[code]
-            ttl_text, ttl_json = next(ttl_texts) if lasts else ("", "null")
-            reason = worded(value if lasts else None, source_text, row_age, (age_text, ttl_text))
-            out.append(f'{head}{"false" if lasts and row_age > value else "true"}, "reason": "{reason}", '
-                       f'"evidence": {{"now": {now_json}, "timestamp": {time_json}, "age": {age_json}, '
-                       f'"ttl": {ttl_json}, "ttl_from": {source_json}}}}}')
-        return out
+            for lasts, within in ((False, True), (True, True), (True, False)):
+                at = np.flatnonzero((from_codes == code) & (lasting == lasts) & (expired != within))
+                if not at.size:
+                    continue
+                reason = worded(1.0 if lasts else None, source_text, 0.0 if within else 2.0, (_AGE, _TTL))
+                template = (f'{head}{"true" if within else "false"}, "reason": "{reason}", "evidence": {{"now": '
+                            f'{now_json}, "timestamp": {_TIME}, "age": {_AGE_JSON}, '
+                            f'"ttl": {_TTL_JSON if lasts else "null"}, "ttl_from": {source_json}}}}}')
+                out[at] = _lay(template, {name: column[at].tolist() for name, column in columns.items()})
+        return out.tolist()
 
     return RuleMask(rule.id, passed, explain, reason=lambda row: worded(*facts(row)[1:]), shared_by=shared_by,
                     written=written)
@@ -440,16 +454,23 @@ def _latest_key(rule: LatestKeyRule, cols: Columns) -> RuleMask:
                         f'"evidence": {{"key": "{_KEY}", "latest": "{_ID}", "tie": {"true" if tied else "false"}}}}}')
             laid = {_KEY: [keys[code] for code in codes[at].tolist()],
                     _ID: [ids[best] for best in winners[at].tolist()]}
-            pieces = [laid[piece] if piece in laid else repeat(piece) for piece in _STAND_IN.split(template)]
-            out[at] = list(map("".join, zip(*pieces, strict=False)))  # the constant pieces repeat without end
+            out[at] = _lay(template, laid)
         return out.tolist()
 
     return RuleMask(rule.id, passed, explain, reason=reason, written=written)
 
 
-# stand-ins for a key and an id in a worded verdict (NUL: JSON escapes it everywhere else)
-_KEY, _ID = "\x00key\x00", "\x00id\x00"
-_STAND_IN = re.compile("(\x00key\x00|\x00id\x00)")
+# stand-ins for a row's own texts in a verdict worded once for many rows (NUL: JSON escapes it
+# everywhere else, so a stand-in never meets a written character)
+_KEY, _ID, _AGE, _AGE_JSON, _TTL, _TTL_JSON, _TIME = (f"\x00{name}\x00" for name in (
+    "key", "id", "age", "age_json", "ttl", "ttl_json", "time"))
+_STAND_IN = re.compile("(\x00[a-z_]+\x00)")
+
+
+def _lay(template: str, laid: Mapping[str, list[str]]) -> list[str]:
+    """The template once for each row, each stand-in replaced by the row's text in ``laid``."""
+    pieces = [laid[piece] if piece in laid else repeat(piece) for piece in _STAND_IN.split(template)]
+    return list(map("".join, zip(*pieces, strict=False)))  # the constant pieces repeat without end
 
 
 def _escaped(values: Sequence[str]) -> list[str]:
