@@ -37,9 +37,10 @@ def test_the_lines_from_the_arrays_are_the_entries_json(case, trace, engine, dat
         return  # the current session only, and no session given: no result
     assert isinstance(result.trace, Trace)
     lines = result.trace.json_lines()  # before any entry object is built
-    selected = result.selected.json_lines()
+    selected, excluded = result.selected.json_lines(), result.excluded.json_lines()
     assert lines == [json_text(entry.to_dict()) for entry in result.trace]
     assert selected == [json_text(chosen.to_dict()) for chosen in result.selected]
+    assert excluded == [json_text(record.to_dict()) for record in result.excluded]
 
 
 def test_derived_utilities_repairs_and_invalid_records_are_written_as_the_entries_write_them() -> None:
@@ -76,6 +77,8 @@ def test_latest_key_verdicts_worded_for_many_rows_read_as_each_rows_own(rows, ru
     lines = result.trace.json_lines()
     assert lines == [json_text(entry.to_dict()) for entry in result.trace]
     assert all(f'"rule": "{rule_id}"' in line for line in lines)
+    # and the excluded list's reasons, worded for all its rows at once (RuleMask.reasons)
+    assert result.excluded.json_lines() == [json_text(record.to_dict()) for record in result.excluded]
 
 
 STORE_NAMES = ("semantic", 'we"ird', "back\\slash", "ü-store", "😀")

@@ -51,7 +51,7 @@ from .result import (
 from .solver import Solution, dp, engines
 from .solver.compile import Allocations, Compiled, compile_rows, level_text
 from .tokens import counter
-from .trace_json import selected_lines, trace_lines
+from .trace_json import excluded_lines, selected_lines, trace_lines
 
 STAGES = ("context", "scope", "admit", "rules", "compile", "solve", "check", "result")
 
@@ -245,7 +245,7 @@ def result(
         tokens_used=solution.tokens_used,
         selected=Deferred(outcomes.selected, lambda: selected_lines(allocations)),
         dropped=Deferred(outcomes.dropped),
-        excluded=Deferred(outcomes.excluded),
+        excluded=Deferred(outcomes.excluded, outcomes.excluded_json),
         other_tenants=prep.admitted.other_tenants,
         trace=Trace(outcomes.trace, outcomes.trace_json),
         compression=None if actions is None else compression_check(actions.original, actions.compressed),
@@ -302,6 +302,10 @@ class Outcomes:
     def _invalid(position: int, item: InvalidRecord) -> TraceEntry:
         evidence = {"location": item.error.location.render(), "path": item.error.path}
         return TraceEntry(item.id, position, "excluded", (Verdict("invalid", False, item.error.message, evidence),))
+
+    def excluded_json(self) -> list[str]:
+        """The excluded records' JSON, written from the arrays (memsolve.trace_json)."""
+        return excluded_lines(self.prep.judgement, self._walk(eligible=False))
 
     def trace_json(self) -> list[str] | None:
         """The trace entries' JSON, written from the arrays (memsolve.trace_json)."""

@@ -132,6 +132,25 @@ def selected_lines(allocations: Allocations) -> list[str] | None:
         repeat("}"))))
 
 
+def excluded_lines(judgement: Judgement, shown: Sequence[tuple[int, Any, int | None]]) -> list[str]:
+    """The result's ``excluded`` list as JSON lines (``Excluded.to_json`` of each, byte for byte)
+    without the Excluded objects: ``shown`` holds (position, record, column row) of the excluded
+    records in input order, row None for an invalid one (named by the rule `invalid`)."""
+    rules = ['"invalid"'] * len(shown)
+    reasons = [json_string(item.error.message) if row is None else "" for _, item, row in shown]
+    valid = np.array([i for i, (_, _, row) in enumerate(shown) if row is not None], dtype=np.int64)
+    rows = np.array([shown[i][2] for i in valid.tolist()], dtype=np.int64)
+    deciding = judgement.deciding[rows]
+    for index in np.unique(deciding).tolist():  # rule by rule: each words its rows' reasons at once
+        mask, at = judgement.masks[index], np.flatnonzero(deciding == index)
+        rule = json_string(mask.rule)
+        for i, reason in zip(valid[at].tolist(), mask.reasons_of(rows[at]), strict=True):
+            rules[i], reasons[i] = rule, json_string(reason)
+    ids = (json_string(item.id) for _, item, _ in shown)
+    return list(map("".join, zip(repeat('{"id": '), ids, repeat(', "rule": '), rules, repeat(', "reason": '), reasons,
+                                repeat("}"))))
+
+
 def trace_lines(
     judgement: Judgement,
     allocations: Allocations,

@@ -457,7 +457,21 @@ def _latest_key(rule: LatestKeyRule, cols: Columns) -> RuleMask:
             out[at] = _lay(template, laid)
         return out.tolist()
 
-    return RuleMask(rule.id, passed, explain, reason=reason, written=written)
+    def reasons(rows: np.ndarray) -> list[str]:
+        # as ``written``, the reason alone and not escaped: worded once for each case
+        codes, winners, ties = cols.key.codes[rows], winner[rows], tie[rows]
+        is_latest = winners == rows
+        out = np.full(len(rows), worded(None, "", True, False), dtype=object)
+        keys, ids = cols.key.values, None
+        for latest, tied in ((True, False), (True, True), (False, False), (False, True)):
+            at = np.flatnonzero((codes != ABSENT) & (is_latest == latest) & (ties == tied))
+            if at.size:
+                ids = ids or [record.id for record in cols.records]
+                out[at] = _lay(worded(_KEY, _ID, latest, tied), {_KEY: [keys[code] for code in codes[at].tolist()],
+                                                                 _ID: [ids[best] for best in winners[at].tolist()]})
+        return out.tolist()
+
+    return RuleMask(rule.id, passed, explain, reason=reason, written=written, reasons=reasons)
 
 
 # stand-ins for a row's own texts in a verdict worded once for many rows (NUL: JSON escapes it

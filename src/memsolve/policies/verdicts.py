@@ -100,6 +100,9 @@ class RuleMask:
     # for byte; memsolve.trace_json): rules whose verdicts are mostly each row's own (latest key,
     # ages); None from it where a row must be worded on its own (a value JSON cannot hold)
     written: Callable[[np.ndarray], list[str] | None] | None = None
+    # each row's reason, worded for many rows at once (``reason`` of each, text for text): what a
+    # result's list of excluded records reads, where they are many (latest key)
+    reasons: Callable[[np.ndarray], list[str]] | None = None
     _shared: dict[int, Verdict] = field(default_factory=dict, repr=False)
 
     def codes(self) -> np.ndarray | None:
@@ -127,6 +130,17 @@ class RuleMask:
     def reason_of(self, row: int) -> str:
         """The reason of one row's verdict."""
         return self.reason(row) if self.reason is not None else self.explain(row).reason
+
+    def reasons_of(self, rows: np.ndarray) -> list[str]:
+        """The reasons of these rows' verdicts, in order (rows that share a verdict worded once)."""
+        if self.reasons is not None:
+            return self.reasons(rows)
+        codes = self.codes()
+        if codes is None:
+            return [self.reason_of(row) for row in rows.tolist()]
+        _, first, inverse = np.unique(codes[rows], return_index=True, return_inverse=True)
+        texts = [self.reason_of(row) for row in rows[first].tolist()]
+        return [texts[at] for at in inverse.ravel().tolist()]
 
 
 @dataclass(frozen=True, eq=False)
