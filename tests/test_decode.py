@@ -7,19 +7,23 @@ the same error at the same place, or the same file-level error.
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import random
 import sys
+from datetime import date, datetime, timezone
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memsolve
-from memsolve import records
+from memsolve import decode, records
 from memsolve.records import InvalidRecord, RecordSet
 from memsolve.source import jsonl_lines
 
@@ -208,3 +212,68 @@ def test_a_colon_written_as_an_escape_cannot_hide_a_duplicate_key(tmp_path: Path
     path.write_text("[" + text.strip().replace("\n", ",") + "]")
     with pytest.raises(memsolve.InputError, match="duplicate key"):
         memsolve.load_records(path)  # the orjson gate of plain JSON shares the check
+
+
+# --- Python data (and parsed JSON or YAML documents): memsolve.decode.items ----------------------
+
+class _Store(str, enum.Enum):  # formats itself `_Store.A` where a plain str reads `semantic`
+    A = "semantic"
+
+
+class _Plain(enum.Enum):
+    A = "semantic"
+
+
+class _Size(enum.IntEnum):
+    A = 5
+
+
+class _Text(str):
+    pass
+
+
+# what Python data may hold that JSON never gives: each must take the exact path
+_python = st.sampled_from([_Store.A, _Plain.A, _Size.A, _Text("t1"), ("a",), {"a"}, frozenset(), np.float64(1.5),
+                           np.int64(3), np.str_("s"), Decimal("1.5"), datetime(2026, 11, 30, tzinfo=timezone.utc),
+                           date(2026, 11, 30), True, "\ud800", "😀", 2**64])
+
+
+def _oddly(item: dict[str, Any], data: st.DataObject) -> dict[str, Any]:
+    """The record with one value (at its top, in a level or in its covers) swapped for a Python one."""
+    where = data.draw(st.sampled_from(["field", "level", "covers", "none", "none"]))
+    value = data.draw(_python)
+    if where == "field":
+        return {**item, data.draw(st.sampled_from(sorted(item) + ["store", "tokens"])): value}
+    reps = item.get("representations")
+    if where == "level" and isinstance(reps, dict) and reps:
+        name = sorted(reps)[0]
+        spec = reps[name] if isinstance(reps[name], dict) else {}
+        return {**item, "representations": {**reps, name: {**spec, data.draw(st.sampled_from(
+            ["tokens", "utility", "text", "covers"])): value}}}
+    if where == "covers":
+        return {**item, "covers": [value]}
+    return item
+
+
+def described_data(data: Any, fast: bool) -> Any:
+    doc = records.Document("<records>", "", data, "data")
+    try:
+        return described(records._build(doc, "", surrogates=True, fast=fast))
+    except memsolve.InputError as error:
+        return ("error", error.render())
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_record, max_size=6), st.data())
+def test_python_data_fast_path_equals_the_exact_path(items: list[dict[str, Any]], data: st.DataObject) -> None:
+    odd = [_oddly(item, data) if isinstance(item, dict) else item for item in items]
+    for given_items in (items, odd, {"records": odd, "now": 5}):
+        assert described_data(given_items, fast=True) == described_data(given_items, fast=False)
+
+
+def test_python_data_takes_the_fast_path_where_it_can() -> None:
+    items = [{"id": f"r{i}", "timestamp": i, "tokens": 3, "utility": 1.5, "store": "semantic"} for i in range(5)]
+    assert all(d is not None for d in decode.items(items))
+    assert [d is None for d in decode.items([{**items[0], "store": _Store.A}, {**items[1], "covers": ("a",)},
+                                             {**items[2], "tokens": np.int64(3)}, items[3]])] == [True] * 3 + [False]
+    assert memsolve.load_records(items).records == memsolve.load_records(items).records

@@ -30,7 +30,7 @@ from msgspec import UNSET, Meta, UnsetType
 
 from .source import MAX_TOKENS, MAX_UTILITY
 
-__all__ = ["UNSET", "Decoded", "DecodedLevel", "DecodedRecord", "keys_kept", "lines"]
+__all__ = ["UNSET", "Decoded", "DecodedLevel", "DecodedRecord", "items", "keys_kept", "lines"]
 
 _BIG = sys.float_info.max
 _INT = 2**63 - 1  # msgspec bounds an int within 64 bits; the exact path's limit is 2**63
@@ -94,6 +94,54 @@ def lines(texts: Sequence[str]) -> list[Decoded]:
         except _REFUSED:
             out.append(None)
     return out
+
+
+def items(values: Sequence[Any]) -> list[Decoded]:
+    """Each record given as Python data (or read from a JSON or YAML document) converted by the
+    types, None where they refuse it or where it holds a value JSON would not have given: a
+    subclass of str, int or float (a str Enum, numpy's numbers), a tuple or set for a list, a
+    date (YAML's), a mapping that is no dict. The exact path takes those, and words its errors."""
+    out: list[Decoded] = []
+    convert = msgspec.convert
+    for item in values:
+        if type(item) is not dict or not _plain(item):
+            out.append(None)
+            continue
+        try:
+            out.append(convert(item, DecodedRecord))
+        except (*_REFUSED, UnicodeEncodeError):  # msgspec's: a lone surrogate in a string (the exact path's error)
+            out.append(None)
+    return out
+
+
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
+def _plain(item: dict[str, Any]) -> bool:
+    """Whether a record's values are of JSON's own types (``metadata`` aside: the record keeps
+    none of it, and both paths check its numbers the same way)."""
+    for name, value in item.items():
+        kind = type(value)
+        if kind in _SCALARS or name == "metadata":
+            continue
+        if name == "covers":
+            if not _names(value):
+                return False
+        elif name == "representations":
+            if kind is not dict or not all(type(level) is str and type(spec) is dict and _plain_level(spec)
+                                           for level, spec in value.items()):
+                return False
+        else:
+            return False
+    return True
+
+
+def _plain_level(spec: dict[str, Any]) -> bool:
+    return all(type(value) in _SCALARS or (name == "covers" and _names(value)) for name, value in spec.items())
+
+
+def _names(value: Any) -> bool:
+    return type(value) is list and all(type(name) is str for name in value)
 
 
 def keys_kept(text_count: int, decoded: Sequence[Decoded]) -> bool:

@@ -285,9 +285,6 @@ def load_records(source: str | Path | Sequence[Any] | Mapping[str, Any]) -> Reco
 _SURROGATE_ESCAPE = re.compile(rb"\\ud[89a-f]")
 _QUICK = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_SUBCLASS | orjson.OPT_PASSTHROUGH_DATETIME \
     | orjson.OPT_PASSTHROUGH_DATACLASS
-# a number orjson writes otherwise than repr: with an exponent of its own, or positional below 1e-4
-# (every number in compact JSON follows `[`, `:` or `,`; a match inside a string only costs time)
-_OWN_NUMBER = re.compile(rb"[\[:,]-?(?:0\.0000|[0-9.]+e)")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _PLAIN_TYPES = (str, int, float, bool, type(None))
 
@@ -296,7 +293,7 @@ def _quick_canonical(data: Any) -> bytes | None:
     """:func:`_canonical`'s bytes written by orjson (ten times faster), or None where they may
     differ from the standard library's: a value orjson does not take as it is (a subclass of
     str, int, dict or list, a number past 64 bits, a key that is no string, a date, a lone
-    surrogate: it raises), a number it writes otherwise (:data:`_OWN_NUMBER`), DEL (which the
+    surrogate: it raises), a number it writes otherwise (:func:`_own_number`), DEL (which the
     standard library escapes). Non-ASCII characters are escaped as the standard library escapes
     them. Still unsure after this: NaN (orjson writes null) and a plain Enum (orjson writes its
     value) in a value a record's checks do not type: see :func:`_plain_records`."""
@@ -304,11 +301,26 @@ def _quick_canonical(data: Any) -> bytes | None:
         written = orjson.dumps(data, option=_QUICK)
     except (TypeError, orjson.JSONEncodeError):
         return None
-    if b"\x7f" in written or _OWN_NUMBER.search(written) is not None:
+    if b"\x7f" in written or _own_number(written):
         return None
     if written.isascii():
         return written
     return _NON_ASCII.sub(_escaped, written.decode("utf-8")).encode("ascii")
+
+
+def _own_number(written: bytes) -> bool:
+    """Whether compact JSON may hold a number orjson writes otherwise than repr: with an exponent
+    (a digit, `e`, then a digit or a sign) or positionally below 1e-4 (`0.0000`). A match inside
+    a string only costs time (the standard library writes that text); a regular expression over
+    every digit cost as much as orjson's whole writing."""
+    if b"0.0000" in written:
+        return True
+    data = np.frombuffer(written, dtype=np.uint8)
+    at = np.flatnonzero(data[1:-1] == ord("e")) + 1
+    before, after = data[at - 1], data[at + 1]
+    digit_before = (before >= ord("0")) & (before <= ord("9"))
+    exponent = ((after >= ord("0")) & (after <= ord("9"))) | (after == ord("-")) | (after == ord("+"))
+    return bool((digit_before & exponent).any())
 
 
 def _escaped(match: re.Match[str]) -> str:
@@ -398,9 +410,10 @@ def _decoded(text: str, line_of: list[tuple[int, str]]) -> list[Decoded] | None:
     return decoded if decode.keys_kept(written, decoded) else None
 
 
-def _build(doc: Document, sha256: str, surrogates: bool = False) -> RecordSet:
+def _build(doc: Document, sha256: str, surrogates: bool = False, fast: bool = True) -> RecordSet:
     """The record set of a parsed document; ``surrogates``: Python data that may hold a lone
-    surrogate (looked for outside the records, and in each record as that record's error)."""
+    surrogate (looked for outside the records, and in each record as that record's error);
+    records of JSON's own types take the fast path (``memsolve.decode.items``) where ``fast``."""
     data = doc.data
     if data is None:
         data = []  # an empty YAML or JSON Lines file holds no records
@@ -432,7 +445,8 @@ def _build(doc: Document, sha256: str, surrogates: bool = False) -> RecordSet:
 
         def check(item: Any, path: tuple[Any, ...]) -> None:
             refuse_lone_surrogates(doc, item, path)
-    return _collected(doc, sha256, prefix, len(items), items.__getitem__, None, context, actions, check)
+    decoded = decode.items(items) if fast else None
+    return _collected(doc, sha256, prefix, len(items), items.__getitem__, decoded, context, actions, check)
 
 
 def _collected(
@@ -455,6 +469,11 @@ def _collected(
     for position in range(count):
         fast = None if decoded is None else decoded[position]
         record = None if fast is None else _decoded_record(fast, position)
+        if record is not None and check is not None:  # its further error (a lone surrogate): the exact path's
+            try:
+                check(item_at(position), prefix + (position,))
+            except InputError:
+                record = None
         if record is None:
             item, path = None, prefix + (position,)
             try:
