@@ -119,25 +119,25 @@ _SCALARS = frozenset((str, int, float, bool, type(None)))
 
 def _plain(item: dict[str, Any]) -> bool:
     """Whether a record's values are of JSON's own types (``metadata`` aside: the record keeps
-    none of it, and both paths check its numbers the same way)."""
+    none of it, and both paths check its numbers the same way). Loops, not generators: this runs
+    for every record."""
+    scalars = _SCALARS
     for name, value in item.items():
-        kind = type(value)
-        if kind in _SCALARS or name == "metadata":
+        if type(value) in scalars or name == "metadata":
             continue
         if name == "covers":
             if not _names(value):
                 return False
-        elif name == "representations":
-            if kind is not dict or not all(type(level) is str and type(spec) is dict and _plain_level(spec)
-                                           for level, spec in value.items()):
-                return False
+        elif name == "representations" and type(value) is dict:
+            for level, spec in value.items():
+                if type(level) is not str or type(spec) is not dict:
+                    return False
+                for field, setting in spec.items():
+                    if type(setting) not in scalars and not (field == "covers" and _names(setting)):
+                        return False
         else:
             return False
     return True
-
-
-def _plain_level(spec: dict[str, Any]) -> bool:
-    return all(type(value) in _SCALARS or (name == "covers" and _names(value)) for name, value in spec.items())
 
 
 def _names(value: Any) -> bool:
