@@ -288,7 +288,7 @@ def test_record_of_equals_the_dataclass_constructor() -> None:
     from memsolve.records import Level, Record
 
     fields = dict(id="a", position=3, timestamp=1.5, levels=(Level("raw", 2, 1.0, "x"),), tenant="t", key="k")
-    fast, slow = Record.of(**fields), Record(**fields)
+    fast, slow = Record.of(fields), Record(**fields)
     assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
     assert fast.store is None and fast.covers == () and fast.time_kind == "number"
     assert replace(fast, position=4) == replace(slow, position=4)

@@ -100,10 +100,11 @@ class Record:
     score: float | None = None  # an external relevance score in [0, 1] (a store's search, an embedding)
 
     @classmethod
-    def of(cls, **fields: Any) -> Record:
-        """A record from its fields, equal to ``Record(**fields)``, without the generated
-        ``__init__``: a frozen dataclass sets each field through ``object.__setattr__``, 5 µs a
-        record here, seconds for a million (a field not given keeps its class default)."""
+    def of(cls, fields: Mapping[str, Any]) -> Record:
+        """A record from a mapping of its fields, equal to ``Record(**fields)``, without the
+        generated ``__init__``: a frozen dataclass sets each field through ``object.__setattr__``,
+        5 µs a record here, seconds for a million (a field not given keeps its class default). A
+        mapping, not keywords: packing 17 keywords cost as much again as the rest."""
         record = object.__new__(cls)
         record.__dict__.update(fields)
         return record
@@ -446,6 +447,13 @@ def _build(doc: Document, sha256: str, surrogates: bool = False, fast: bool = Tr
         def check(item: Any, path: tuple[Any, ...]) -> None:
             refuse_lone_surrogates(doc, item, path)
     decoded = decode.items(items) if fast else None
+    if decoded is not None and check is not None:
+        for position, item in enumerate(items):  # a record with a lone surrogate: the exact path words it
+            try:
+                if decoded[position] is not None:
+                    check(item, prefix + (position,))
+            except InputError:
+                decoded[position] = None
     return _collected(doc, sha256, prefix, len(items), items.__getitem__, decoded, context, actions, check)
 
 
@@ -469,11 +477,6 @@ def _collected(
     for position in range(count):
         fast = None if decoded is None else decoded[position]
         record = None if fast is None else _decoded_record(fast, position)
-        if record is not None and check is not None:  # its further error (a lone surrogate): the exact path's
-            try:
-                check(item_at(position), prefix + (position,))
-            except InputError:
-                record = None
         if record is None:
             item, path = None, prefix + (position,)
             try:
@@ -564,25 +567,25 @@ def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...]) -> R
             raise doc.error(path + ("ttl",), str(exc)) from None
 
     levels = _levels(doc, item, path)
-    return Record.of(
-        id=item["id"],
-        position=position,
-        timestamp=timestamp,
-        levels=levels,
-        tenant=item.get("tenant"),
-        store=item.get("store"),
-        session=item.get("session"),
-        key=item.get("key"),
-        ttl=ttl,
-        ttl_given=ttl_given,
-        authority=item.get("authority", False),
-        version=item.get("version"),
-        document=item.get("document"),
-        text=item.get("text"),
-        time_kind=kind,
-        covers=tuple(item.get("covers", ())),
-        score=_float(item.get("score")),
-    )
+    return Record.of({
+        "id": item["id"],
+        "position": position,
+        "timestamp": timestamp,
+        "levels": levels,
+        "tenant": item.get("tenant"),
+        "store": item.get("store"),
+        "session": item.get("session"),
+        "key": item.get("key"),
+        "ttl": ttl,
+        "ttl_given": ttl_given,
+        "authority": item.get("authority", False),
+        "version": item.get("version"),
+        "document": item.get("document"),
+        "text": item.get("text"),
+        "time_kind": kind,
+        "covers": tuple(item.get("covers", ())),
+        "score": _float(item.get("score")),
+    })
 
 
 def _plain_strings(item: dict[str, Any]) -> dict[str, Any]:
@@ -632,13 +635,13 @@ def _decoded_record(decoded: DecodedRecord, position: int) -> Record | None:
     if levels is None:
         return None
     covers, score, authority = decoded.covers, decoded.score, decoded.authority
-    return Record.of(
-        id=decoded.id, position=position, timestamp=timestamp, levels=levels, tenant=decoded.tenant,
-        store=decoded.store, session=decoded.session, key=decoded.key, ttl=ttl, ttl_given=ttl_given,
-        authority=False if authority is UNSET else authority, version=decoded.version, document=decoded.document,
-        text=decoded.text, time_kind=kind, covers=() if covers is None else tuple(covers),
-        score=None if score is None else float(score),
-    )
+    return Record.of({
+        "id": decoded.id, "position": position, "timestamp": timestamp, "levels": levels, "tenant": decoded.tenant,
+        "store": decoded.store, "session": decoded.session, "key": decoded.key, "ttl": ttl, "ttl_given": ttl_given,
+        "authority": False if authority is UNSET else authority, "version": decoded.version,
+        "document": decoded.document, "text": decoded.text, "time_kind": kind,
+        "covers": () if covers is None else tuple(covers), "score": None if score is None else float(score),
+    })
 
 
 def _decoded_levels(decoded: DecodedRecord) -> tuple[Level, ...] | None:
