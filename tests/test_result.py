@@ -39,3 +39,17 @@ def test_to_json_is_the_result_as_a_dict_written_line_by_line() -> None:
         result = memsolve.solve(policy, memsolve.load_records(items), memsolve.Context(now=12), trace=trace)
         assert result.excluded and result.dropped  # both lists are written item by item
         assert result.to_json() == dumps_by_line(result.to_dict()) == "".join(result.json_parts())
+
+
+def test_a_results_lists_pickle_as_their_items() -> None:
+    # their builders and JSON writers are closures over the run: a list pickles as what it holds
+    import pickle
+
+    policy = memsolve.policy_from_text("apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: t}\n"
+                                       "budget: {tokens: 4}\n", "t.yaml")
+    items = [{"id": f"r{i}", "timestamp": i, "tokens": 2, "utility": 1.0 + i} for i in range(4)]
+    result = memsolve.solve(policy, memsolve.load_records(items), memsolve.Context(now=9))
+    for listed in (result.selected, result.dropped, result.excluded, result.trace):
+        copy = pickle.loads(pickle.dumps(listed))
+        assert copy == listed and type(copy) is type(listed)
+    assert [c.id for c in pickle.loads(pickle.dumps(result.selected))] == ["r2", "r3"]

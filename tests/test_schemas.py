@@ -164,3 +164,26 @@ def test_conforms_answers_as_jsonschema_does_for_one_record(data: st.DataObject)
         record = _mutated(record, path, how, data.draw(st.sampled_from(EDGES)))
     says = schemas.first_error(schemas.validator("records", "record"), record) is None
     assert schemas.conforms("records", record, "record") == says
+
+
+def test_the_schemas_are_read_from_a_zip_archive_too(tmp_path: Path) -> None:
+    # a zipapp or a wheel on sys.path: the schema beside the module is no file, and
+    # importlib.resources reads it from the archive (a valid policy loads, a bad one is worded)
+    import zipfile
+
+    package = Path(schemas.__file__).parents[1]
+    archive = tmp_path / "memsolve.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for path in package.rglob("*"):
+            if path.suffix in (".py", ".json"):
+                z.write(path, path.relative_to(package.parent).as_posix())
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import memsolve\n"
+        "assert memsolve.__file__.startswith(sys.argv[1]), memsolve.__file__\n"
+        "head = 'apiVersion: memsolve/v1\\nkind: MemoryPolicy\\nmetadata: {name: t}\\n'\n"
+        "memsolve.policy_from_text(head + 'budget: {tokens: 5}\\n', 't.yaml')\n"
+        "try:\n    memsolve.policy_from_text(head + 'budget: {tokens: -5}\\n', 't.yaml')\n"
+        "except memsolve.InputError as e:\n    print('refused:', e)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(archive)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "refused: t.yaml:4" in proc.stdout and "tokens" in proc.stdout

@@ -92,10 +92,16 @@ class Deferred(Sequence[T]):
     def __repr__(self) -> str:
         return repr(self.items)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # as its items (its builder and writer are closures over the run, which pickle cannot hold)
+        return (type(self), (self.items.__iter__,))
+
 
 class Trace(Deferred[T]):
     """A result's trace entries, built on first use, with a writer of their JSON lines that
     needs no entry objects (memsolve.trace_json)."""
+
+    __slots__ = ()
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": "))

@@ -28,8 +28,14 @@ if TYPE_CHECKING:  # imported when an error is worded (see the module)
 @cache
 def load_schema(name: str) -> dict[str, Any]:
     """The schema ``name`` (policy, records or result) as a dict."""
-    # beside this module (a plain path: importlib.resources cost every process ~5 ms to import)
-    text = Path(__file__).with_name(f"{name}.schema.json").read_text("utf-8")
+    # beside this module, by a plain path (importlib.resources cost every process ~5 ms to
+    # import); from a zip archive only importlib.resources can read it
+    try:
+        text = Path(__file__).with_name(f"{name}.schema.json").read_text("utf-8")
+    except OSError:
+        from importlib import resources
+
+        text = resources.files(__name__).joinpath(f"{name}.schema.json").read_text("utf-8")
     return json.loads(text)
 
 
