@@ -127,8 +127,10 @@ static size_t keep_group(Increment *inc, size_t m, const Increment *top, const I
 }
 
 /* The increment at which taking increments in decreasing efficiency first exceeds cap (total:
-   their summed tokens; band: scratch for m increments). Returns 0 when everything fits. */
-static int split_increment(Increment *inc, size_t m, int64_t cap, int64_t total, Increment *band, Increment *split) {
+   their summed tokens; band: scratch for m increments). Returns 0 when everything fits; else
+   *above is the tokens of the increments strictly more efficient than the split. */
+static int split_increment(Increment *inc, size_t m, int64_t cap, int64_t total, Increment *band, Increment *split,
+                           int64_t *above) {
     size_t lo = 0, hi = m;
     int64_t taken = 0;
     uint64_t seed = 0x9E3779B97F4A7C15ULL;  /* fixed: the same work on every run */
@@ -193,7 +195,7 @@ static int split_increment(Increment *inc, size_t m, int64_t cap, int64_t total,
             }
         }
         if (taken + w_gt > cap) { hi = gt; continue; }
-        if (taken + w_gt + w_eq > cap) { *split = pivot; return 1; }
+        if (taken + w_gt + w_eq > cap) { *split = pivot; *above = taken + w_gt; return 1; }
         taken += w_gt + w_eq;
         lo = lt;
     }
@@ -618,47 +620,66 @@ static inline int merge_next(Merge *m, int64_t *w, int64_t *v, size_t *at) {
 /* Adds a point (heavier and more valuable than the last) to an upper hull of h vertices,
    first removing the vertices it makes non-convex; returns the new vertex count. */
 static inline int push_vertex(int32_t *hull, int64_t *hw, int64_t *hv, int h, int32_t o, int64_t w, int64_t v) {
-    while (h >= 2 && (i128)(hv[h - 1] - hv[h - 2]) * (w - hw[h - 1]) <= (i128)(v - hv[h - 1]) * (hw[h - 1] - hw[h - 2]))
-        h--;
+    /* the points arrive with tokens and value (>= 0) larger than every vertex's, so every
+       difference below is at most w or v: below 2**31 both, the products fit 64 bits */
+    if (!(((uint64_t)w | (uint64_t)v) >> 31))
+        while (h >= 2 && (hv[h - 1] - hv[h - 2]) * (w - hw[h - 1]) <= (v - hv[h - 1]) * (hw[h - 1] - hw[h - 2]))
+            h--;
+    else
+        while (h >= 2
+               && (i128)(hv[h - 1] - hv[h - 2]) * (w - hw[h - 1]) <= (i128)(v - hv[h - 1]) * (hw[h - 1] - hw[h - 2]))
+            h--;
     hull[h] = o; hw[h] = w; hv[h] = v;
     return h + 1;
 }
 
 /* Row i's upper convex hull from delete (0, 0): option indices into hull, their tokens and
    values into hw, hv; returns the number of vertices. Counts usable levels on the hull. */
-static int build_hull(const Problem *P, Py_ssize_t i, int32_t *hull, int64_t *hw, int64_t *hv, long *on_hull) {
+static int build_hull(const Problem *P, Py_ssize_t i, int32_t *hull, int64_t *hw, int64_t *hv, long *on_hull,
+                      int *skip_usual) {
     Py_ssize_t k = P->k;
     int32_t po[64];
     int64_t pw[64], pv[64];
     int m = 0;
     const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
     const uint8_t *ok = P->usable + i * k;
+    int h;
     /* the usual row: lower fidelities strictly lighter and worth strictly less, so the points
-       arrive sorted and undominated; only the convexity test remains */
-    int h = 1;
-    hull[0] = (int32_t)k; hw[0] = 0; hv[0] = 0;
-    for (Py_ssize_t o = k - 1; o >= 0; o--) {
-        if (!ok[o]) continue;
-        int64_t w = tw[o], v = tv[o];
-        if (w <= hw[h - 1] || v <= hv[h - 1]) { h = -1; break; }
-        h = push_vertex(hull, hw, hv, h, (int32_t)o, w, v);
-    }
-    if (h > 0) {
-        *on_hull += h - 1;
-        return h;
+       arrive sorted and undominated; only the convexity test remains. Where it failed on the last
+       row (levels in no order, as in Pisinger's classes), the next 15 rows go straight to the sort
+       below, which gives the same hull for such a row (tokens below 2**40: else it comes back) */
+    int try_usual = *skip_usual == 0;
+    if (!try_usual) (*skip_usual)--;
+usual:
+    if (try_usual) {
+        h = 1;
+        hull[0] = (int32_t)k; hw[0] = 0; hv[0] = 0;
+        for (Py_ssize_t o = k - 1; o >= 0; o--) {
+            if (!ok[o]) continue;
+            int64_t w = tw[o], v = tv[o];
+            if (w <= hw[h - 1] || v <= hv[h - 1]) { h = -1; break; }
+            h = push_vertex(hull, hw, hv, h, (int32_t)o, w, v);
+        }
+        if (h > 0) {
+            *on_hull += h - 1;
+            return h;
+        }
+        *skip_usual = 15;
     }
     /* the levels sorted by tokens, then fidelity, as keys (tokens < 2**40, option < 64): where no
        level is free of tokens, delete (0, 0) comes first, and among levels of equal tokens the
        most valuable replaces the others on the hull (push_vertex pops a vertex of equal tokens),
        which is the hull the order (tokens, value descending, fidelity) gives. Small rows are
        sorted without branches (the tokens of Pisinger's classes come in no order). */
-    uint64_t key[64];
+    uint64_t key[64], wide = 0;
     int zero = 0;
     for (Py_ssize_t o = 0; o < k; o++) {
         if (!ok[o]) continue;
         zero |= tw[o] == 0;
+        wide |= (uint64_t)tw[o];
         key[m++] = ((uint64_t)tw[o] << 6) | (uint64_t)o;
     }
+    if (!try_usual && wide >> 40) { try_usual = 1; m = 0; goto usual; }
     if (!zero) {
         if (m == 5) {
             /* an optimal network: 9 comparators in registers (the transposition sort below takes
@@ -875,9 +896,10 @@ static double cut_bound(CutEval *E, int64_t mu) {
     size_t m = 0;
     int64_t total = 0;
     long on_hull = 0;
+    int skip_usual = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         size_t at = (size_t)i * (size_t)(k + 1);
-        int len = build_hull(&Q, i, E->hull + at, E->hw + at, E->hv + at, &on_hull);
+        int len = build_hull(&Q, i, E->hull + at, E->hw + at, E->hv + at, &on_hull, &skip_usual);
         for (int t = 1; t < len; t++) {
             E->inc[m] = increment(E->hw[at + t] - E->hw[at + t - 1], E->hv[at + t] - E->hv[at + t - 1]);
             total += E->inc[m].ds;
@@ -885,8 +907,8 @@ static double cut_bound(CutEval *E, int64_t mu) {
         }
     }
     Increment split = {1, 0, 0.0};
-    int64_t p = 0, q = 1;
-    if (total > P->capacity && split_increment(E->inc, m, P->capacity, total, E->band, &split)) {
+    int64_t p = 0, q = 1, above;
+    if (total > P->capacity && split_increment(E->inc, m, P->capacity, total, E->band, &split, &above)) {
         p = split.dv;
         q = split.ds;
     }
@@ -1020,10 +1042,14 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     long on_hull = 0, usable_levels = 0;
     size_t m = 0;
     int64_t total = 0;
+    {
+        size_t cells = (size_t)n * (size_t)k;
+        for (size_t j = 0; j < cells; j++) usable_levels += P->usable[j] != 0;
+    }
+    int skip_usual = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         size_t at = (size_t)i * (size_t)(k + 1);
-        for (Py_ssize_t o = 0; o < k; o++) usable_levels += P->usable[i * k + o] != 0;
-        int len = build_hull(P, i, hull + at, hull_w + at, hull_v + at, &on_hull);
+        int len = build_hull(P, i, hull + at, hull_w + at, hull_v + at, &on_hull, &skip_usual);
         hull_len[i] = len;
         for (int t = 1; t < len; t++) {
             inc[m] = increment(hull_w[at + t] - hull_w[at + t - 1], hull_v[at + t] - hull_v[at + t - 1]);
@@ -1035,29 +1061,24 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     Increment split = {1, 0, 0.0};
     Increment *band = scratch(W_BAND, m, sizeof(Increment));
     if (!band) goto done;
-    if (total > P->capacity && split_increment(inc, m, P->capacity, total, band, &split)) {
+    int64_t above = total;  /* the tokens of the increments strictly more efficient than lambda */
+    if (total > P->capacity && split_increment(inc, m, P->capacity, total, band, &split, &above)) {
         P->p = split.dv;
         P->q = split.ds;
     } else {
         P->p = 0;
         P->q = 1;
+        above = total;  /* every increment gains value: all of them */
     }
     /* the floor: each row at its heaviest hull vertex reached by increments strictly more
-       efficient than lambda; then, in input order, increments exactly as efficient as lambda
-       while they fit: still each row's best level at lambda, and much closer to the capacity
-       when many increments tie at lambda (Pisinger's correlated classes) */
-    int64_t floor_w = 0, floor_v = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        size_t at = (size_t)i * (size_t)(k + 1);
-        int t = 0;
-        while (t + 1 < hull_len[i]
-               && (i128)(hull_v[at + t + 1] - hull_v[at + t]) * P->q > (i128)P->p * (hull_w[at + t + 1] - hull_w[at + t]))
-            t++;
-        floor_pos[i] = t;
-        floor_w += hull_w[at + t];
-    }
-    /* each row's best value at lambda, its gap to the next best option, and the increments
-       around its reference, ranked for Pisinger's bound */
+       efficient than lambda (a row's increments are strictly less efficient one after the other,
+       so those are the increments above the split, whose tokens the split summed: `above`); then,
+       in input order, increments exactly as efficient as lambda while they fit: still each row's
+       best level at lambda, and much closer to the capacity when many increments tie at lambda
+       (Pisinger's correlated classes). Each row's best value at lambda, its gap to the next best
+       option, the options as good, and the increments around its floor, ranked for Pisinger's
+       bound, in the same pass. */
+    int64_t floor_w = above, floor_v = 0, first_w = 0;
     searched = scratch(W_SEARCHED, (size_t)n, 1);
     /* each row's best reduced value, and the options exactly as good (bit o: option o) */
     i128 *row_best = scratch(W_ROW_BEST, (size_t)n, sizeof(i128));
@@ -1068,36 +1089,61 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     memset(&rank_prev, 0, sizeof rank_prev);
     rank_next.largest = 1;
     i128 upper = (i128)P->p * P->capacity;
+    const int64_t p = P->p, q = P->q;
     for (Py_ssize_t i = 0; i < n; i++) {
         size_t at = (size_t)i * (size_t)(k + 1);
-        int t = floor_pos[i];
-        /* the floor's second step (see above), in input order in the same pass */
-        if (P->p > 0 && floor_w < P->capacity && t + 1 < hull_len[i]) {
-            int64_t ds = hull_w[at + t + 1] - hull_w[at + t], dv = hull_v[at + t + 1] - hull_v[at + t];
-            if ((i128)dv * P->q == (i128)P->p * ds && floor_w + ds <= P->capacity) {
-                floor_pos[i] = ++t;
+        const int64_t *hw = hull_w + at, *hv = hull_v + at;
+        int len = hull_len[i], t = 0;
+        while (t + 1 < len && (i128)(hv[t + 1] - hv[t]) * q > (i128)p * (hw[t + 1] - hw[t])) t++;
+        first_w += hw[t];
+        /* the floor's second step (see above) */
+        if (p > 0 && floor_w < P->capacity && t + 1 < len) {
+            int64_t ds = hw[t + 1] - hw[t], dv = hv[t + 1] - hv[t];
+            if ((i128)dv * q == (i128)p * ds && floor_w + ds <= P->capacity) {
+                t++;
                 floor_w += ds;
             }
         }
+        floor_pos[i] = t;
         int32_t f = hull[at + t];
         floor_opt[i] = f;
-        int64_t fw = hull_w[at + t], fv = hull_v[at + t];
+        int64_t fw = hw[t], fv = hv[t];
         floor_v += fv;
-        i128 best = reduced(P, fw, fv);
-        upper += best;
-        row_best[i] = best;
-        i128 second = 0;
-        int any = 0;
         uint64_t mask = (uint64_t)1 << f;
         const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
         const uint8_t *ok = P->usable + i * k;
+        int any = 0;
+        i128 best, second = 0;
+        /* in 64 bits, where no product or difference overflows (checked); else in 128 */
+        int64_t best64, second64 = 0, x, y;
+        int over = __builtin_mul_overflow(q, fv, &x) | __builtin_mul_overflow(p, fw, &y)
+                   | __builtin_sub_overflow(x, y, &best64);
         for (Py_ssize_t o = 0; o < k; o++) {
             if (o == f || !ok[o]) continue;
-            i128 r = reduced(P, tw[o], tv[o]);
-            if (!any || r > second) second = r;
+            int64_t r;
+            over |= __builtin_mul_overflow(q, tv[o], &x) | __builtin_mul_overflow(p, tw[o], &y)
+                    | __builtin_sub_overflow(x, y, &r);
+            if (!any || r > second64) second64 = r;
             any = 1;
-            mask |= (uint64_t)(r == best) << o;
+            mask |= (uint64_t)(r == best64) << o;
         }
+        if (!over) {
+            best = best64;
+            second = second64;
+        } else {
+            best = reduced(P, fw, fv);
+            any = 0;
+            mask = (uint64_t)1 << f;
+            for (Py_ssize_t o = 0; o < k; o++) {
+                if (o == f || !ok[o]) continue;
+                i128 r = reduced(P, tw[o], tv[o]);
+                if (!any || r > second) second = r;
+                any = 1;
+                mask |= (uint64_t)(r == best) << o;
+            }
+        }
+        upper += best;
+        row_best[i] = best;
         if (f != k) {  /* delete is an option of every row */
             if (!any || second < 0) second = 0;
             any = 1;
@@ -1106,15 +1152,16 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         tied[i] = mask;
         has_alt[i] = (unsigned char)any;
         gap[i] = any ? best - second : 0;
-        if (t + 1 < hull_len[i]) {
-            Increment x = increment(hull_w[at + t + 1] - fw, hull_v[at + t + 1] - fv);
-            rank_offer(&rank_next, -x.eff, i, x);
+        if (t + 1 < len) {
+            Increment xi = increment(hw[t + 1] - fw, hv[t + 1] - fv);
+            rank_offer(&rank_next, -xi.eff, i, xi);
         }
         if (t > 0) {
-            Increment x = increment(fw - hull_w[at + t - 1], fv - hull_v[at + t - 1]);
-            rank_offer(&rank_prev, x.eff, i, x);
+            Increment xi = increment(fw - hw[t - 1], fv - hv[t - 1]);
+            rank_offer(&rank_prev, xi.eff, i, xi);
         }
     }
+    if (first_w != above) { rc = 2; goto done; }  /* a bug: the split's tokens are not the floor's */
     rank_finish(&rank_next);
     rank_finish(&rank_prev);
     /* 3. phase 1: the optimum (value, then tokens) */
