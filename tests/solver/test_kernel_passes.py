@@ -123,3 +123,25 @@ def test_boundaries() -> None:
         expected, value, used = _raw_optimum(tokens, values, usable, capacity)
         assert (int(info[3]), int(info[4])) == (value, used)
         assert choice.tolist() == expected
+
+
+def test_the_wide_split_equals_the_numpy_relaxation() -> None:
+    """Past 65,536 increments the split samples 256 of them: memory-shaped rows (increments of 1 to
+    2,000 tokens) at budgets from 1 % to 99 % of the heaviest levels' tokens give numpy's LP."""
+    import sys
+    from pathlib import Path
+
+    from memsolve.solver.reduce import relax
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from generators import memory
+
+    tokens, utility, _ = memory(30_000, 7)
+    for share in (0.01, 0.25, 0.6, 0.99):
+        inst = make_instance(tokens, utility, int(tokens[:, 0].sum() * share))
+        scaled = scale(inst)
+        result = kernel.solve_kernel(inst, scaled)
+        assert result is not None and result.tie_rule
+        lp = relax(inst, scaled)
+        assert result.multiplier == lp.multiplier
+        assert abs(result.upper_bound - lp.upper_bound) <= 1e-9 * abs(lp.upper_bound) + 1

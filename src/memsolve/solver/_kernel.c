@@ -99,6 +99,9 @@ static inline Increment increment(int64_t ds, int64_t dv) {
 #define SPLIT_SAMPLES 64  /* the split's sample of increments */
 #define SPLIT_MARGIN 4    /* ... and how many of them either side of the estimate bound the band */
 #endif
+#define SPLIT_WIDE 65536      /* past this many increments in the range: */
+#define SPLIT_WIDE_SAMPLES 256 /* a larger sample (the tokens of memory-shaped rows' increments spread */
+#define SPLIT_WIDE_MARGIN 12   /* over 1 to 2,000: 64 missed the split there, a second pass over 70 %) */
 
 static uint64_t next_random(uint64_t *s) {
     *s ^= *s << 13; *s ^= *s >> 7; *s ^= *s << 17;
@@ -138,33 +141,39 @@ static int split_increment(Increment *inc, size_t m, int64_t cap, int64_t total,
        pass that sums the weight above them and copies out the band between them (usually
        where the split is: the next round works on a few percent of the range) */
     while (hi - lo > 4096) {
-        Increment sample[SPLIT_SAMPLES];
+        Increment sample[SPLIT_WIDE_SAMPLES];
         size_t len = hi - lo;
-        for (int a = 0; a < SPLIT_SAMPLES; a++) {
+        int samples = len > SPLIT_WIDE ? SPLIT_WIDE_SAMPLES : SPLIT_SAMPLES;
+        int margin = len > SPLIT_WIDE ? SPLIT_WIDE_MARGIN : SPLIT_MARGIN;
+        for (int a = 0; a < samples; a++) {
             Increment x = inc[lo + next_random(&seed) % len];
             int b = a - 1;
             while (b >= 0 && compare_efficiency(&sample[b], &x) < 0) { sample[b + 1] = sample[b]; b--; }
             sample[b + 1] = x;
         }
         double sample_w = 0.0, need = (double)(cap - taken), seen = 0.0;
-        for (int a = 0; a < SPLIT_SAMPLES; a++) sample_w += (double)sample[a].ds;
-        int at = SPLIT_SAMPLES - 1;
-        for (int a = 0; a < SPLIT_SAMPLES; a++) {
+        for (int a = 0; a < samples; a++) sample_w += (double)sample[a].ds;
+        int at = samples - 1;
+        for (int a = 0; a < samples; a++) {
             seen += (double)sample[a].ds;
             if (seen * (double)total / sample_w > need) { at = a; break; }
         }
-        Increment top = sample[at >= SPLIT_MARGIN ? at - SPLIT_MARGIN : 0];
-        Increment bottom = sample[at + SPLIT_MARGIN <= SPLIT_SAMPLES - 1 ? at + SPLIT_MARGIN : SPLIT_SAMPLES - 1];
+        Increment top = sample[at >= margin ? at - margin : 0];
+        Increment bottom = sample[at + margin <= samples - 1 ? at + margin : samples - 1];
         int64_t w_above = 0, w_band = 0;
         size_t n_above = 0, n_band = 0;
+        /* without branches (the groups come in no order): the band copied from the front of
+           `band`, the increments above it from the back, in reverse, for the round's choice */
         for (size_t i = lo; i < hi; i++) {
             Increment x = inc[i];
             int g = group_of(&x, &top, &bottom);
-            w_above += g == 0 ? x.ds : 0;
-            n_above += g == 0;
-            w_band += g == 1 ? x.ds : 0;
+            uint64_t is_above = (uint64_t)(g == 0), is_band = (uint64_t)(g == 1);
             band[n_band] = x;  /* kept only when it is in the band */
-            n_band += g == 1;
+            band[len - 1 - n_above] = x;  /* kept only when it is above (n_band + n_above <= i - lo) */
+            w_above += (int64_t)((uint64_t)x.ds & (0 - is_above));
+            n_above += is_above;
+            w_band += (int64_t)((uint64_t)x.ds & (0 - is_band));
+            n_band += is_band;
         }
         int group;
         if (taken + w_above > cap) group = 0, total = w_above;
@@ -173,6 +182,8 @@ static int split_increment(Increment *inc, size_t m, int64_t cap, int64_t total,
         size_t kept = group == 1 ? n_band : group == 0 ? n_above : len - n_above - n_band;
         if (kept == len) break;  /* no progress (a block of equal efficiencies): quickselect */
         if (group == 1) memcpy(inc + lo, band, n_band * sizeof(Increment));
+        else if (group == 0)
+            for (size_t a = 0; a < n_above; a++) inc[lo + a] = band[len - 1 - a];  /* in their order */
         else keep_group(inc + lo, len, &top, &bottom, group);
         hi = lo + kept;
     }
