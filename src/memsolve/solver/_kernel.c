@@ -90,6 +90,16 @@ static int compare_efficiency(const Increment *a, const Increment *b) {
     return (l > r) - (l < r);
 }
 
+/* dv * q against p * ds, exactly: +1, 0, -1 (in 64 bits where neither product overflows) */
+static inline int compare_products(int64_t dv, int64_t q, int64_t p, int64_t ds) {
+    int64_t l, r;
+    if (__builtin_mul_overflow(dv, q, &l) | __builtin_mul_overflow(p, ds, &r)) {
+        i128 a = (i128)dv * q, b = (i128)p * ds;
+        return (a > b) - (a < b);
+    }
+    return (l > r) - (l < r);
+}
+
 static inline Increment increment(int64_t ds, int64_t dv) {
     Increment x = {ds, dv, (double)dv / (double)ds};
     return x;
@@ -330,6 +340,17 @@ static void rank_offer(Ranking *rk, double key, Py_ssize_t row, Increment inc) {
         swap_ranked(rk, at, top);
         at = top;
     }
+}
+
+/* rank_offer, with its usual outcome (turned away, and not past the outside extreme in floating
+   point) decided here without a call */
+static inline void rank_offer_row(Ranking *rk, double key, Py_ssize_t row, const Increment *inc) {
+    if (rk->len == RANKED && key >= rk->rank[0].gap && rk->has_outside
+        && key > (rk->largest ? -rk->outside.eff : rk->outside.eff)) {
+        rk->offered++;
+        return;
+    }
+    rank_offer(rk, key, row, *inc);
 }
 
 typedef struct { Candidate c; Increment inc; } RankedRow;
@@ -1105,12 +1126,12 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         size_t at = (size_t)i * (size_t)(k + 1);
         const int64_t *hw = hull_w + at, *hv = hull_v + at;
         int len = hull_len[i], t = 0;
-        while (t + 1 < len && (i128)(hv[t + 1] - hv[t]) * q > (i128)p * (hw[t + 1] - hw[t])) t++;
+        while (t + 1 < len && compare_products(hv[t + 1] - hv[t], q, p, hw[t + 1] - hw[t]) > 0) t++;
         first_w += hw[t];
         /* the floor's second step (see above) */
         if (p > 0 && floor_w < P->capacity && t + 1 < len) {
             int64_t ds = hw[t + 1] - hw[t], dv = hv[t + 1] - hv[t];
-            if ((i128)dv * q == (i128)p * ds && floor_w + ds <= P->capacity) {
+            if (compare_products(dv, q, p, ds) == 0 && floor_w + ds <= P->capacity) {
                 t++;
                 floor_w += ds;
             }
@@ -1165,11 +1186,11 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         gap[i] = any ? best - second : 0;
         if (t + 1 < len) {
             Increment xi = increment(hw[t + 1] - fw, hv[t + 1] - fv);
-            rank_offer(&rank_next, -xi.eff, i, xi);
+            rank_offer_row(&rank_next, -xi.eff, i, &xi);
         }
         if (t > 0) {
             Increment xi = increment(fw - hw[t - 1], fv - hv[t - 1]);
-            rank_offer(&rank_prev, xi.eff, i, xi);
+            rank_offer_row(&rank_prev, xi.eff, i, &xi);
         }
     }
     if (first_w != above) { rc = 2; goto done; }  /* a bug: the split's tokens are not the floor's */
