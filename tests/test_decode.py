@@ -12,9 +12,11 @@ import hashlib
 import json
 import random
 import sys
+from collections import OrderedDict, UserDict
 from datetime import date, datetime, timezone
 from decimal import Decimal
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -235,7 +237,8 @@ class _Text(str):
 # what Python data may hold that JSON never gives: each must take the exact path
 _python = st.sampled_from([_Store.A, _Plain.A, _Size.A, _Text("t1"), ("a",), {"a"}, frozenset(), np.float64(1.5),
                            np.int64(3), np.str_("s"), Decimal("1.5"), datetime(2026, 11, 30, tzinfo=timezone.utc),
-                           date(2026, 11, 30), True, "\ud800", "😀", 2**64])
+                           date(2026, 11, 30), True, "\ud800", "😀", 2**64, MappingProxyType({"a": 1}),
+                           UserDict({"a": 1}), OrderedDict(a=1)])
 
 
 def _oddly(item: dict[str, Any], data: st.DataObject) -> dict[str, Any]:
@@ -243,7 +246,7 @@ def _oddly(item: dict[str, Any], data: st.DataObject) -> dict[str, Any]:
     where = data.draw(st.sampled_from(["field", "level", "covers", "none", "none"]))
     value = data.draw(_python)
     if where == "field":
-        return {**item, data.draw(st.sampled_from(sorted(item) + ["store", "tokens"])): value}
+        return {**item, data.draw(st.sampled_from(sorted(item) + ["store", "tokens", "metadata"])): value}
     reps = item.get("representations")
     if where == "level" and isinstance(reps, dict) and reps:
         name = sorted(reps)[0]
@@ -276,4 +279,8 @@ def test_python_data_takes_the_fast_path_where_it_can() -> None:
     assert all(d is not None for d in decode.items(items))
     assert [d is None for d in decode.items([{**items[0], "store": _Store.A}, {**items[1], "covers": ("a",)},
                                              {**items[2], "tokens": np.int64(3)}, items[3]])] == [True] * 3 + [False]
+    # metadata that is a mapping but no dict: the exact path's error, and its code never runs here
+    odd = {**items[0], "metadata": MappingProxyType({"user": "u1"})}
+    assert decode.items([odd]) == [None]
+    assert isinstance(memsolve.load_records([odd]).records[0], InvalidRecord)
     assert memsolve.load_records(items).records == memsolve.load_records(items).records

@@ -1,5 +1,6 @@
-"""The fast path of :func:`memsolve.load_records` for JSON Lines: records decoded by msgspec into
-typed values.
+"""The fast path of :func:`memsolve.load_records`: records decoded by msgspec into typed values,
+from JSON Lines lines (:func:`lines`) and from Python data or a parsed JSON or YAML document
+(:func:`items`).
 
 The published JSON Schema (``records.schema.json``) stays the contract. The types below accept
 a subset of what it accepts, and ``records`` builds a record they take into the same
@@ -13,10 +14,13 @@ a subset of what it accepts, and ``records`` builds a record they take into the 
   text where a key may be written twice (msgspec keeps the last one silently) goes there whole,
   line by line (``records._jsonl``): each line is one record, and its errors are that record's.
 
+Python data may hold what JSON never gives (numpy strings and numbers, Decimals, str Enums,
+tuples, mappings that are not dicts, dates, lone surrogates): :func:`items` takes a record only
+where every value it reads is of JSON's own types (``type(v) is str``, ``dict``, ``list``...),
+and the rest take the exact path.
+
 ``tests/test_decode.py`` holds the two paths to equal record sets, errors included, on
-generated texts and the fuzz corpus. Records given as Python data take the exact path: what
-Python may hold there (numpy strings, Decimals, mappings that are not dicts, lone surrogates)
-would each need a rule of their own here.
+generated texts, the fuzz corpus and generated Python data with such values swapped in.
 """
 
 from __future__ import annotations
@@ -118,12 +122,12 @@ _SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 def _plain(item: dict[str, Any]) -> bool:
-    """Whether a record's values are of JSON's own types (``metadata`` aside: the record keeps
-    none of it, and both paths check its numbers the same way). Loops, not generators: this runs
-    for every record."""
+    """Whether a record's values are of JSON's own types (``metadata`` a dict, whatever it holds:
+    the record keeps none of it, and both paths check its numbers the same way; a mapping that is
+    no dict is the exact path's error). Loops, not generators: this runs for every record."""
     scalars = _SCALARS
     for name, value in item.items():
-        if type(value) in scalars or name == "metadata":
+        if type(value) in scalars or (name == "metadata" and type(value) is dict):
             continue
         if name == "covers":
             if not _names(value):
