@@ -1,10 +1,12 @@
-"""A result's trace written as JSON straight from the arrays, column by column.
+"""A result's trace, and its selected and excluded lists, written as JSON straight from the arrays.
 
-Byte for byte ``json_text(entry.to_dict())`` for each trace entry (a test holds the two
-together), without building the entries: each rule's verdict JSON is written once per group of
-rows that share a verdict (:meth:`RuleMask.codes`) and laid over the rows by indexing; the
-allocations' offers are written from the instance's arrays, their numbers by the encoder in
-one call. A full trace of 10,000 records is mostly this.
+Byte for byte ``json_text(x.to_dict())`` for each trace entry, chosen and excluded record (tests
+hold them together), without building those objects: each rule's verdict JSON is written once per
+group of rows that share a verdict (:meth:`RuleMask.codes`), or once per case with each row's own
+texts laid in (:attr:`RuleMask.written`), and laid over the rows by indexing; the allocations'
+offers are written from the instance's arrays, their numbers by :func:`json_numbers`. Each piece
+of a line is a column of texts; the rows are joined by ``map("".join, zip(...))``, a loop in C.
+A full trace of 10,000 records is mostly this.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ def json_numbers(values: np.ndarray) -> list[str]:
     exponent (magnitude below 1e-4 or from 1e16 on) are written by repr."""
     if not values.size:
         return []
+    values = np.ascontiguousarray(values, dtype=np.float64)  # what orjson writes as Python's floats
     out = orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY).decode()[1:-1].split(",")
     magnitude = np.abs(values)
     for at in np.flatnonzero(((magnitude < 1e-4) & (magnitude > 0)) | (magnitude >= 1e16)).tolist():
