@@ -433,43 +433,39 @@ def _latest_key(rule: LatestKeyRule, cols: Columns) -> RuleMask:
         evidence = {"key": record.key, "latest": best.id, "tie": tied}
         return Verdict(rule.id, is_latest, reason(row), evidence)
 
-    def written(rows: np.ndarray) -> list[str]:
-        # each row's verdict as JSON, worded from escaped pieces: a JSON string escapes character
-        # by character, so the escaped reason is its pieces' escaped texts joined. The verdict is
-        # worded once for each of the four cases (latest or not, tied or not) with stand-ins for
-        # the key and the latest id, and each row's escaped key and id are laid into it.
-        head = f'{{"rule": {json_string(rule.id)}, "passed": '
-        no_key = f'{head}true, "reason": "{worded(None, "", True, False)}", "evidence": {{"key": null}}}}'
-        keys = _escaped(cols.key.values)
+    def by_case(rows: np.ndarray, keys: Sequence[str], ids_of: Callable[[], Sequence[str]],
+                template_of: Callable[[bool, bool], str], keyless: str) -> list[str]:
+        """Each row's text: ``template_of(latest, tied)`` once for each of the four cases, with
+        each row's key (``keys``, by code) and latest id (``ids_of()``, by row) laid into it;
+        ``keyless`` for a row without a key."""
         codes, winners, ties = cols.key.codes[rows], winner[rows], tie[rows]
         is_latest = winners == rows
-        out = np.full(len(rows), no_key, dtype=object)
-        ids: list[str] = []
-        for latest, tied in ((True, False), (True, True), (False, False), (False, True)):
-            at = np.flatnonzero((codes != ABSENT) & (is_latest == latest) & (ties == tied))
-            if not at.size:
-                continue
-            ids = ids or _escaped([record.id for record in cols.records])
-            template = (f'{head}{"true" if latest else "false"}, "reason": "{worded(_KEY, _ID, latest, tied)}", '
-                        f'"evidence": {{"key": "{_KEY}", "latest": "{_ID}", "tie": {"true" if tied else "false"}}}}}')
-            laid = {_KEY: [keys[code] for code in codes[at].tolist()],
-                    _ID: [ids[best] for best in winners[at].tolist()]}
-            out[at] = _lay(template, laid)
-        return out.tolist()
-
-    def reasons(rows: np.ndarray) -> list[str]:
-        # as ``written``, the reason alone and not escaped: worded once for each case
-        codes, winners, ties = cols.key.codes[rows], winner[rows], tie[rows]
-        is_latest = winners == rows
-        out = np.full(len(rows), worded(None, "", True, False), dtype=object)
-        keys, ids = cols.key.values, None
+        out = np.full(len(rows), keyless, dtype=object)
+        ids: Sequence[str] | None = None
         for latest, tied in ((True, False), (True, True), (False, False), (False, True)):
             at = np.flatnonzero((codes != ABSENT) & (is_latest == latest) & (ties == tied))
             if at.size:
-                ids = ids or [record.id for record in cols.records]
-                out[at] = _lay(worded(_KEY, _ID, latest, tied), {_KEY: [keys[code] for code in codes[at].tolist()],
-                                                                 _ID: [ids[best] for best in winners[at].tolist()]})
+                ids = ids or ids_of()
+                out[at] = _lay(template_of(latest, tied), {_KEY: [keys[code] for code in codes[at].tolist()],
+                                                           _ID: [ids[best] for best in winners[at].tolist()]})
         return out.tolist()
+
+    def written(rows: np.ndarray) -> list[str]:
+        # each row's verdict as JSON, worded from escaped pieces: a JSON string escapes character
+        # by character, so the escaped reason is its pieces' escaped texts joined
+        head = f'{{"rule": {json_string(rule.id)}, "passed": '
+
+        def verdict(latest: bool, tied: bool) -> str:
+            return (f'{head}{"true" if latest else "false"}, "reason": "{worded(_KEY, _ID, latest, tied)}", '
+                    f'"evidence": {{"key": "{_KEY}", "latest": "{_ID}", "tie": {"true" if tied else "false"}}}}}')
+
+        keyless = f'{head}true, "reason": "{worded(None, "", True, False)}", "evidence": {{"key": null}}}}'
+        return by_case(rows, _escaped(cols.key.values), lambda: _escaped([record.id for record in cols.records]),
+                       verdict, keyless)
+
+    def reasons(rows: np.ndarray) -> list[str]:  # as ``written``, the reason alone and not escaped
+        return by_case(rows, cols.key.values, lambda: [record.id for record in cols.records],
+                       lambda latest, tied: worded(_KEY, _ID, latest, tied), worded(None, "", True, False))
 
     return RuleMask(rule.id, passed, explain, reason=reason, written=written, reasons=reasons)
 
