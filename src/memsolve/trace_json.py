@@ -53,17 +53,12 @@ def json_numbers(values: np.ndarray) -> list[str]:
     return out
 
 
-def rule_texts(mask: RuleMask, rows: np.ndarray) -> np.ndarray:
-    """Each row's verdict under ``mask`` as JSON (an object array)."""
+def rule_texts(mask: RuleMask, rows: np.ndarray) -> list[str]:
+    """Each row's verdict under ``mask`` as JSON."""
     written = None if mask.written is None else mask.written(rows)
     if written is not None:
-        return _strings(written)
-    codes = mask.codes()
-    if codes is None:
-        return _strings([verdict_json(mask.explain(row)) for row in rows.tolist()])
-    _, first, inverse = np.unique(codes[rows], return_index=True, return_inverse=True)
-    written = _strings([verdict_json(verdict) for verdict in mask.verdicts_of(rows[first].tolist())])
-    return written[inverse.ravel()]
+        return written
+    return mask.once_per_verdict(rows, lambda row: verdict_json(mask.verdict(row)))
 
 
 def allocation_texts(allocations: Allocations, rows: np.ndarray) -> list[str] | None:
@@ -184,7 +179,7 @@ def trace_lines(
         (int.__repr__(shown[i][0]) for i in valid), repeat(', "outcome": '), outcome.tolist(), repeat(', "rules": [')]
     for index, mask in enumerate(judgement.masks):
         pieces += [repeat(", ")] if index else []
-        pieces.append(rule_texts(mask, rows).tolist())
+        pieces.append(rule_texts(mask, rows))
     pieces += [repeat("]"), tail.tolist()]
     written_lines = map("".join, zip(*pieces, strict=False))  # the constant pieces repeat without end
     if len(valid) == len(lines):

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ..columns import Columns
 from ..records import Record
+
+T = TypeVar("T")
 
 
 def number(value: float) -> float | int:
@@ -133,13 +135,16 @@ class RuleMask:
 
     def reasons_of(self, rows: np.ndarray) -> list[str]:
         """The reasons of these rows' verdicts, in order (rows that share a verdict worded once)."""
-        if self.reasons is not None:
-            return self.reasons(rows)
+        return self.reasons(rows) if self.reasons is not None else self.once_per_verdict(rows, self.reason_of)
+
+    def once_per_verdict(self, rows: np.ndarray, word: Callable[[int], T]) -> list[T]:
+        """``word(row)`` for each of these rows, called once for each group of rows that share a
+        verdict (:meth:`codes`) and laid over the group."""
         codes = self.codes()
         if codes is None:
-            return [self.reason_of(row) for row in rows.tolist()]
+            return [word(row) for row in rows.tolist()]
         _, first, inverse = np.unique(codes[rows], return_index=True, return_inverse=True)
-        texts = [self.reason_of(row) for row in rows[first].tolist()]
+        texts = [word(row) for row in rows[first].tolist()]
         return [texts[at] for at in inverse.ravel().tolist()]
 
 
