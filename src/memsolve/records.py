@@ -274,7 +274,8 @@ def load_records(source: str | Path | Sequence[Any] | Mapping[str, Any]) -> Reco
             doc, raw = load_document(source)
             return _build(doc, hashlib.sha256(raw).hexdigest())
         doc = Document("<records>", "", source, "data")
-        quick = _quick_canonical(source)
+        # orjson's bytes stand only for a list of records (_plain_records): a case object is not tried
+        quick = _quick_canonical(source) if isinstance(source, list) else None
         canonical = _canonical(source) if quick is None else quick
         # a surrogate, lone or in a pair (any character past U+FFFF): each record is looked at
         built = _build(doc, "", _SURROGATE_ESCAPE.search(canonical) is not None)
