@@ -243,7 +243,7 @@ def result(
         objective=solution.objective,
         utility=solution.utility,
         tokens_used=solution.tokens_used,
-        selected=Deferred(outcomes.selected, lambda: selected_lines(allocations)),
+        selected=Deferred(outcomes.selected, outcomes.selected_json),
         dropped=Deferred(outcomes.dropped),
         excluded=Deferred(outcomes.excluded, outcomes.excluded_json),
         other_tenants=prep.admitted.other_tenants,
@@ -302,6 +302,10 @@ class Outcomes:
     def _invalid(position: int, item: InvalidRecord) -> TraceEntry:
         evidence = {"location": item.error.location.render(), "path": item.error.path}
         return TraceEntry(item.id, position, "excluded", (Verdict("invalid", False, item.error.message, evidence),))
+
+    def selected_json(self) -> list[str] | None:
+        """The selected records' JSON, written from the arrays (memsolve.trace_json)."""
+        return selected_lines(self.allocations)
 
     def excluded_json(self) -> list[str]:
         """The excluded records' JSON, written from the arrays (memsolve.trace_json)."""
