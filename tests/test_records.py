@@ -280,18 +280,38 @@ def test_an_external_score_outside_0_1_is_one_located_error() -> None:
     assert "score" in str(rs.invalid[0].error)
 
 
-def test_record_of_equals_the_dataclass_constructor() -> None:
-    """Record.of (the loader's fast constructor) builds what Record(...) builds: equal, hashable
-    alike, defaults for the fields not given, and dataclasses.replace works on it."""
-    from dataclasses import replace
+def test_a_record_is_a_frozen_value_with_defaults_that_pickles() -> None:
+    """Record and Level are frozen msgspec Structs: equal and hashable by their fields, the fields
+    not given at their defaults, immutable, and they survive a pickle (fleet workers get them)."""
+    import pickle
+
+    import msgspec
 
     from memsolve.records import Level, Record
 
     fields = dict(id="a", position=3, timestamp=1.5, levels=(Level("raw", 2, 1.0, "x"),), tenant="t", key="k")
-    fast, slow = Record.of(fields), Record(**fields)
-    assert fast == slow and hash(fast) == hash(slow) and repr(fast) == repr(slow)
-    assert fast.store is None and fast.covers == () and fast.time_kind == "number"
-    assert replace(fast, position=4) == replace(slow, position=4)
+    one, other = Record(**fields), Record(**fields)
+    assert one == other and hash(one) == hash(other) and one is not other
+    assert one.store is None and one.covers == () and one.time_kind == "number" and one.ttl_given is False
+    assert one.levels[0].covers is None and one.levels[0].name == "raw"
+    moved = msgspec.structs.replace(one, position=4)
+    assert moved.position == 4 and moved != one and one.position == 3
+    with pytest.raises(AttributeError):
+        one.position = 5  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        one.levels[0].tokens = 7  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(one)) == one
+
+
+def test_a_level_written_with_a_name_field_is_refused_on_both_paths(tmp_path: Path) -> None:
+    """A level's name is the key it is written under: a level that writes a field of that name
+    (or any unknown field) is the record's error, read from a file or from Python data."""
+    item = {"id": "a", "timestamp": 1, "representations": {"raw": {"tokens": 2, "name of the level": ""}}}
+    lines = tmp_path / "r.jsonl"
+    lines.write_text(json.dumps(item) + "\n")
+    for source in ([item], lines):
+        rs = memsolve.load_records(source)
+        assert not rs.valid and "name of the level" in str(rs.invalid[0].error)
 
 
 def test_python_data_with_keys_that_do_not_sort_is_hashed_not_refused() -> None:

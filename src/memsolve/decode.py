@@ -32,30 +32,21 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from .source import MAX_TOKENS, MAX_UTILITY
+from .level import Count, Id, Level, Utility
+from .source import quote_colons
 
-__all__ = ["UNSET", "Decoded", "DecodedLevel", "DecodedRecord", "items", "keys_kept", "lines"]
+__all__ = ["UNSET", "Decoded", "DecodedRecord", "items", "keys_kept", "lines"]
 
 _BIG = sys.float_info.max
 _INT = 2**63 - 1  # msgspec bounds an int within 64 bits; the exact path's limit is 2**63
 Number = Annotated[int, Meta(ge=-_INT, le=_INT)] | Annotated[float, Meta(ge=-_BIG, le=_BIG)]
 Duration = Annotated[int, Meta(ge=0, le=_INT)] | Annotated[float, Meta(ge=0, le=_BIG)]
-Count = Annotated[int, Meta(ge=0, le=MAX_TOKENS)]
-Utility = Annotated[int, Meta(ge=0, le=int(MAX_UTILITY))] | Annotated[float, Meta(ge=0, le=MAX_UTILITY)]
-Score = Annotated[int, Meta(ge=0, le=1)] | Annotated[float, Meta(ge=0, le=1)]
-Id = Annotated[str, Meta(min_length=1)]
+Score = Annotated[float, Meta(ge=0, le=1)]
 
 
 # Absent and null differ only for `ttl` (null: never expires) and `authority` (written `false`
 # must be written back for the key count, below): those two default to UNSET. Every other field
 # refuses null, so None marks it absent, and with omit_defaults a value written back is a key given.
-class DecodedLevel(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, gc=False):
-    tokens: Count = None  # type: ignore[assignment]
-    utility: Utility = None  # type: ignore[assignment]
-    text: str = None  # type: ignore[assignment]
-    covers: list[Id] = None  # type: ignore[assignment]
-
-
 class DecodedRecord(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, gc=False):
     """records.schema.json's record, less what the exact path must word (see the module)."""
 
@@ -73,8 +64,8 @@ class DecodedRecord(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=Tr
     tokens: Count = None  # type: ignore[assignment]
     decision_value: Utility = None  # type: ignore[assignment]
     utility: Utility = None  # type: ignore[assignment]
-    representations: dict[str, DecodedLevel] = None  # type: ignore[assignment]
-    covers: list[Id] = None  # type: ignore[assignment]
+    representations: dict[str, Level] = None  # type: ignore[assignment]
+    covers: tuple[Id, ...] = None  # type: ignore[assignment]
     score: Score = None  # type: ignore[assignment]
     metadata: dict[str, Any] = None  # type: ignore[assignment]
 
@@ -152,5 +143,5 @@ def keys_kept(text_count: int, decoded: Sequence[Decoded]) -> bool:
     """No key was dropped: the texts of the decoded items held ``text_count`` `":`, and their
     values written back hold as many (a key written twice is kept once; a `":` inside a string
     is written back as it was: a quote in a string is escaped as \\", and a text that writes it,
-    or a colon, with a \\u escape goes to the exact path, :func:`source.may_hide_duplicate_keys`)."""
-    return text_count == _ENCODE([d for d in decoded if d is not None]).count(b'":')
+    or a colon, with a \\u escape goes to the exact path, :func:`source.counted_keys`)."""
+    return text_count == quote_colons(_ENCODE([d for d in decoded if d is not None]))

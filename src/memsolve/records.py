@@ -20,10 +20,11 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from functools import cached_property, partial
+from functools import cached_property
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
+import msgspec
 import numpy as np
 import orjson
 
@@ -32,6 +33,7 @@ from .columns import Columns
 from .context import CONTEXT_FIELDS, Context
 from .decode import UNSET, Decoded, DecodedRecord
 from .errors import InputError, Location, not_finite, shown
+from .level import Level, named_levels
 from .source import (
     MAX_DEPTH,
     MAX_INTEGER,
@@ -40,6 +42,7 @@ from .source import (
     STDIN,
     Document,
     check_structure,
+    counted_keys,
     find_non_finite,
     format_of,
     json_value,
@@ -47,7 +50,6 @@ from .source import (
     jsonl_line_may_break_limits,
     jsonl_lines,
     load_document,
-    may_hide_duplicate_keys,
     nameable,
     nesting_may_break_limit,
     read_text,
@@ -59,27 +61,13 @@ from .timeutil import NUMBER, TimeValueError, parse_duration, parse_timestamp, t
 DELETE = "delete"  # the level every record has implicitly: not kept (0 tokens, 0 utility)
 
 
-class Level(NamedTuple):
-    """One representation of a record: a fidelity level with its size and utility.
+class Record(msgspec.Struct, frozen=True, gc=False):
+    """One memory item, validated.
 
-    A named tuple rather than a frozen dataclass: a million records hold four million levels,
-    and a tuple is built several times faster."""
-
-    name: str
-    tokens: int | None  # None: count from ``text`` with the policy's counter
-    utility: float | None  # None: derive from relevance (policy ``utility.from``)
-    text: str | None = None
-    covers: tuple[str, ...] = ()  # ids whose content this level's text holds, besides its record's
-
-
-# A Level from all five fields, without the generated __new__: a third of its time, and a million
-# records hold four million levels.
-_level = partial(tuple.__new__, Level)
-
-
-@dataclass(frozen=True)
-class Record:
-    """One memory item, validated."""
+    A frozen msgspec Struct rather than a dataclass: a frozen dataclass sets each field through
+    ``object.__setattr__`` and keeps them in a dict, several times the cost of the rest of a
+    record's load, and a million records are loaded at once. No cycle can pass through a record
+    (it holds strings, numbers and tuples of levels), so the collector need not track it."""
 
     id: str
     position: int  # input order, 0-based
@@ -98,16 +86,6 @@ class Record:
     time_kind: str = "number"  # of its timestamp: "number" or "rfc3339"
     covers: tuple[str, ...] = ()  # other records' ids this one holds what they hold (an extracted fact)
     score: float | None = None  # an external relevance score in [0, 1] (a store's search, an embedding)
-
-    @classmethod
-    def of(cls, fields: Mapping[str, Any]) -> Record:
-        """A record from a mapping of its fields, equal to ``Record(**fields)``, without the
-        generated ``__init__``: a frozen dataclass sets each field through ``object.__setattr__``,
-        5 µs a record here, seconds for a million (a field not given keeps its class default). A
-        mapping, not keywords: packing 17 keywords cost as much again as the rest."""
-        record = object.__new__(cls)
-        record.__dict__.update(fields)
-        return record
 
 
 @dataclass(frozen=True)
@@ -174,7 +152,7 @@ class RecordSet:
             for r in more.records
         ))
         start = max((r.position for r in self.records), default=-1) + 1  # after any removed ones too
-        moved = tuple(replace(r, position=r.position + start) for r in more.records)
+        moved = tuple(_moved(r, r.position + start) for r in more.records)
         digest = hashlib.sha256(f"{self.sha256}+{more.sha256}".encode()).hexdigest()
         out = replace(self, records=self.records + moved, sha256=digest, appended=self.appended + ((start, more),))
         _carry_columns(self, out, self.records + moved)
@@ -399,7 +377,8 @@ def _decoded(text: str, line_of: list[tuple[int, str]]) -> list[Decoded] | None:
     refuse, or that may hold a string past the limit or `metadata` nested past it: the other
     fields nest four levels at most); None for every line where a key may be written twice
     (msgspec keeps the last one silently)."""
-    if may_hide_duplicate_keys(text):
+    keys = counted_keys(text)
+    if keys is None:
         return None
     decoded = decode.lines([line for _, line in line_of])
     for position, item in enumerate(decoded):
@@ -408,7 +387,7 @@ def _decoded(text: str, line_of: list[tuple[int, str]]) -> list[Decoded] | None:
                                  or item.metadata is not None and nesting_may_break_limit(line)):
             decoded[position] = None
     refused = [position for position, item in enumerate(decoded) if item is None]
-    written = text.count('":') - sum(line_of[position][1].count('":') for position in refused)
+    written = keys - sum(line_of[position][1].count('":') for position in refused)
     return decoded if decode.keys_kept(written, decoded) else None
 
 
@@ -519,6 +498,13 @@ def _kept_columns(columns: Columns, keep: Sequence[bool]) -> Columns:
     return columns.take(rows).reindexed((np.cumsum(kept) - 1)[columns.index[rows]])
 
 
+def _moved(record: AnyRecord, position: int) -> AnyRecord:
+    """The record at another position (of a set it was appended to)."""
+    if isinstance(record, Record):
+        return msgspec.structs.replace(record, position=position)
+    return replace(record, position=position)
+
+
 def _duplicate(record: Record, where: Location) -> InvalidRecord:
     """A second record with the (tenant, id) of an earlier one: that tenant's input error."""
     error = InputError(f"duplicate record id `{shown(record.id)}`: an earlier record of the same tenant has it",
@@ -568,25 +554,10 @@ def _record(doc: Document, item: Any, position: int, path: tuple[Any, ...]) -> R
             raise doc.error(path + ("ttl",), str(exc)) from None
 
     levels = _levels(doc, item, path)
-    return Record.of({
-        "id": item["id"],
-        "position": position,
-        "timestamp": timestamp,
-        "levels": levels,
-        "tenant": item.get("tenant"),
-        "store": item.get("store"),
-        "session": item.get("session"),
-        "key": item.get("key"),
-        "ttl": ttl,
-        "ttl_given": ttl_given,
-        "authority": item.get("authority", False),
-        "version": item.get("version"),
-        "document": item.get("document"),
-        "text": item.get("text"),
-        "time_kind": kind,
-        "covers": tuple(item.get("covers", ())),
-        "score": _float(item.get("score")),
-    })
+    return Record(item["id"], position, timestamp, levels, item.get("tenant"), item.get("store"), item.get("session"),
+                  item.get("key"), ttl, ttl_given, item.get("authority", False), item.get("version"),
+                  item.get("document"), item.get("text"), kind, tuple(item.get("covers", ())),
+                  _float(item.get("score")))
 
 
 def _plain_strings(item: dict[str, Any]) -> dict[str, Any]:
@@ -635,14 +606,10 @@ def _decoded_record(decoded: DecodedRecord, position: int) -> Record | None:
     levels = _decoded_levels(decoded)
     if levels is None:
         return None
-    covers, score, authority = decoded.covers, decoded.score, decoded.authority
-    return Record.of({
-        "id": decoded.id, "position": position, "timestamp": timestamp, "levels": levels, "tenant": decoded.tenant,
-        "store": decoded.store, "session": decoded.session, "key": decoded.key, "ttl": ttl, "ttl_given": ttl_given,
-        "authority": False if authority is UNSET else authority, "version": decoded.version,
-        "document": decoded.document, "text": decoded.text, "time_kind": kind,
-        "covers": () if covers is None else tuple(covers), "score": None if score is None else float(score),
-    })
+    covers, authority = decoded.covers, decoded.authority
+    return Record(decoded.id, position, timestamp, levels, decoded.tenant, decoded.store, decoded.session, decoded.key,
+                  ttl, ttl_given, False if authority is UNSET else authority, decoded.version, decoded.document,
+                  decoded.text, kind, () if covers is None else covers, decoded.score)
 
 
 def _decoded_levels(decoded: DecodedRecord) -> tuple[Level, ...] | None:
@@ -655,17 +622,10 @@ def _decoded_levels(decoded: DecodedRecord) -> tuple[Level, ...] | None:
     if reps is not None:
         if tokens is not None or utility is not None or not reps or DELETE in reps:
             return None
-        levels = []
-        for name, spec in reps.items():
-            size, value, covers = spec.tokens, spec.utility, spec.covers
-            if size is None and spec.text is None and text is None:
-                return None  # nothing to size the level by: the exact path says so
-            levels.append(_level((name, size, None if value is None else float(value), spec.text,
-                                  () if covers is None else tuple(covers))))
-        return tuple(levels)
+        return named_levels(reps, text)  # None: a level with nothing to size it by, which the exact path words
     if tokens is None and text is None:
         return None  # nothing to size the record by: the exact path says which
-    return (_level(("raw", tokens, None if utility is None else float(utility), text, ())),)
+    return (Level("raw", tokens, utility, text),)
 
 
 _FIELDS = frozenset(("id", "tenant", "store", "session", "key", "timestamp", "ttl", "authority", "version",
@@ -769,15 +729,15 @@ def _levels(doc: Document, item: Mapping[str, Any], path: tuple[Any, ...]) -> tu
             if tokens is not None and tokens > MAX_TOKENS:  # the path is built only for the error
                 _check_tokens(doc, tokens, path + ("representations", name, "tokens"))
             covers = spec.get("covers")
-            levels.append(_level((name, tokens, None if utility is None else float(utility), text,
-                                  () if covers is None else tuple(covers))))
+            levels.append(Level(name, tokens, None if utility is None else float(utility), text,
+                                None if covers is None else tuple(covers)))
         return tuple(levels)
     if shorthand or item.get("text") is not None:
         tokens = item.get("tokens")
         if tokens is None and item.get("text") is None:
             raise doc.error(path, "a record with a utility needs `tokens` or `text` to size it")
         _check_tokens(doc, tokens, path + ("tokens",))
-        return (_level(("raw", tokens, _float(utility), item.get("text"), ())),)
+        return (Level("raw", tokens, _float(utility), item.get("text")),)
     raise doc.error(path, "record has nothing to keep: give `representations`, `tokens` or `text`")
 
 
