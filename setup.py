@@ -13,6 +13,8 @@ setup(
             extra_compile_args=["-ffp-contract=off"] if os.name == "posix" else [],
             libraries=["m"] if os.name == "posix" else [],
             optional=True,  # a failed build leaves the pure-numpy engines, never a failed install
-        )
+        ),
+        # the duplicate-key gate's byte scan (source.counted_keys); numpy does it without a compiler
+        Extension("memsolve._scan", sources=["src/memsolve/_scan.c"], optional=True),
     ]
 )

@@ -78,7 +78,7 @@ def test_metadata_is_complete_and_the_version_has_one_source(dists: dict[str, Pa
     assert any(n.startswith("memsolve/solver/_kernel") and n.endswith((".so", ".pyd")) for n in names)
     with tarfile.open(dists["sdist"]) as sdist:
         members = {m.name.split("/", 1)[1] for m in sdist.getmembers() if "/" in m.name}
-    assert {"LICENSE", "setup.py", "pyproject.toml", "src/memsolve/solver/_kernel.c"} <= members
+    assert {"LICENSE", "setup.py", "pyproject.toml", "src/memsolve/solver/_kernel.c", "src/memsolve/_scan.c"} <= members
 
 
 def _fresh_venv(where: Path, wheel: Path) -> Path:

@@ -455,6 +455,15 @@ def test_the_duplicate_key_gate_reads_what_plain_searches_read(text: str, slice_
         keys = source.counted_keys(text)
         assert (keys is None) == _plain_searches(text)
         assert keys is None or keys == text.count('":')
-        assert source.quote_colons(text.encode("utf-8", "surrogatepass")) == text.count('":')
+        data = text.encode("utf-8", "surrogatepass")
+        assert source.quote_colons(data) == text.count('":')
+        assert source.quote_scan(data) == source._quote_scan_numpy(data)  # compiled (where built) and numpy
     finally:
         source._GATE_SLICE = before
+
+
+def test_the_byte_scan_is_compiled() -> None:
+    """pip builds _scan.c wherever a C compiler exists (CI has one); a silent numpy fallback would hide it."""
+    from memsolve import _scan  # noqa: F401  (ImportError: it did not build, see pip's output)
+
+    assert source.quote_scan is not source._quote_scan_numpy or os.environ.get("MEMSOLVE_KERNEL") == "numpy"

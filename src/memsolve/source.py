@@ -540,34 +540,51 @@ def counted_keys(text: str) -> int | None:
     string), or None where counting them may not tell a key written twice: a key with blanks
     before its colon, or a quote or a colon written as a \\u escape (a string holding `\\"\\u003a`
     is written back as `\\":`, one `":` more, which hides one dropped key): see :func:`_fast_loads`."""
-    if "\\u00" in text and ("\\u0022" in text or "\\u003a" in text or "\\u003A" in text):
+    # what follows each quote, read over the UTF-8 bytes (an ASCII byte there is that character).
+    # A blank or tab after a quote is rare outside keys; a line break after one is common in
+    # JSON, so a regular expression then looks for a key before its colon.
+    colons, blank, line_break, escape = quote_scan(text.encode("utf-8", "surrogatepass"))
+    if escape or blank or line_break and _SPACED_KEY.search(text) is not None:
         return None
-    # what follows each quote, read over the UTF-8 bytes (an ASCII byte there is that character)
-    # in slices, by numpy: plain searches for each pair cost three times as much, a quote being
-    # the text's commonest character. A blank or tab after a quote is rare outside keys; a line
-    # break after one is common in JSON, so a regular expression then looks for a key before its colon.
-    data = np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
-    line_break, count = False, 0
-    for start in range(0, max(len(data) - 1, 0), _GATE_SLICE):
-        after = _after_quotes(data[start:start + _GATE_SLICE + 1])
-        if ((after == 32) | (after == 9)).any():
-            return None
-        line_break = line_break or bool(((after == 10) | (after == 13)).any())
-        count += int(np.count_nonzero(after == 58))
-    return None if line_break and _SPACED_KEY.search(text) is not None else count
+    return colons
 
 
 def quote_colons(written: bytes) -> int:
     """The `":` in JSON bytes written back by a serialiser (no blanks: each key ends in one)."""
-    data = np.frombuffer(written, dtype=np.uint8)
-    return sum(int(np.count_nonzero(_after_quotes(data[start:start + _GATE_SLICE + 1]) == 58))
-               for start in range(0, max(len(data) - 1, 0), _GATE_SLICE))
+    return quote_scan(written)[0]
 
 
-def _after_quotes(data: np.ndarray) -> np.ndarray:
-    """The byte after each quote of ``data`` (but its last byte)."""
-    return data[np.flatnonzero(data[:-1] == 34) + 1]
+def _quote_scan_numpy(data: bytes) -> tuple[int, bool, bool, bool]:
+    """:func:`quote_scan` by numpy, in slices (bounding the arrays on a 256 MiB file): plain
+    searches for each pair cost three times as much, a quote being a text's commonest byte."""
+    escape = any(sequence in data for sequence in (b"\\u0022", b"\\u003a", b"\\u003A"))
+    bytes_ = np.frombuffer(data, dtype=np.uint8)
+    colons, blank, line_break = 0, False, False
+    for start in range(0, max(len(bytes_) - 1, 0), _GATE_SLICE):
+        chunk = bytes_[start:start + _GATE_SLICE + 1]
+        after = chunk[np.flatnonzero(chunk[:-1] == 34) + 1]
+        colons += int(np.count_nonzero(after == 58))
+        blank = blank or bool(((after == 32) | (after == 9)).any())
+        line_break = line_break or bool(((after == 10) | (after == 13)).any())
+    return colons, blank, line_break, escape
 
+
+def _compiled_quote_scan() -> Callable[[bytes], tuple[int, bool, bool, bool]]:
+    """The compiled scan (``_scan.c``) when this install built it and ``MEMSOLVE_KERNEL=numpy``
+    does not switch compiled code off, else numpy's."""
+    if os.environ.get("MEMSOLVE_KERNEL", "").lower() == "numpy":
+        return _quote_scan_numpy
+    try:
+        from ._scan import quote_scan as compiled
+    except ImportError:  # pragma: no cover - depends on the install having a C compiler
+        return _quote_scan_numpy
+    return compiled  # type: ignore[no-any-return]
+
+
+# quote_scan(data) -> (colons, blank, line_break, escape): how many quotes of the bytes a colon
+# follows, whether a blank or tab, or a line break, follows one (the last byte counts for nothing),
+# and whether a quote or a colon is written as a \\u escape (\\u0022, \\u003a, \\u003A)
+quote_scan = _compiled_quote_scan()
 
 _GATE_SLICE = 1 << 24  # bytes a slice: bounds the gate's arrays on a 256 MiB file
 
