@@ -381,10 +381,11 @@ def _decoded(text: str, line_of: list[tuple[int, str]]) -> list[Decoded] | None:
     if keys is None:
         return None
     decoded = decode.lines([line for _, line in line_of])
-    for position, item in enumerate(decoded):
+    long_lines = string_may_break_limit(text)  # else no line can
+    for position in [position for position, item in enumerate(decoded)
+                     if item is not None and (long_lines or item.metadata is not None)]:
         line = line_of[position][1]
-        if item is not None and (string_may_break_limit(line)
-                                 or item.metadata is not None and nesting_may_break_limit(line)):
+        if string_may_break_limit(line) or decoded[position].metadata is not None and nesting_may_break_limit(line):
             decoded[position] = None
     refused = [position for position, item in enumerate(decoded) if item is None]
     written = keys - sum(line_of[position][1].count('":') for position in refused)
@@ -452,11 +453,15 @@ def _collected(
     can (memsolve.decode), else from ``item_at(position)`` by the exact path; a record in error,
     or a second one with an earlier record's (tenant, id), kept as invalid; ``check(item, path)``
     raises a record's own further error."""
+    built: list[Record | None] = [None] * count if decoded is None else \
+        [None if fast is None else _decoded_record(fast, position) for position, fast in enumerate(decoded)]
+    if None not in built and len({(r.tenant, r.id) for r in built}) == count:  # type: ignore[union-attr]
+        # every record took the fast path and no (tenant, id) is written twice: nothing to word
+        return RecordSet(tuple(built), context or Context(), actions, doc.file, sha256, doc, prefix)  # type: ignore[arg-type]
     records: list[AnyRecord] = []
     seen: set[tuple[str | None, str]] = set()  # (tenant, id)
     for position in range(count):
-        fast = None if decoded is None else decoded[position]
-        record = None if fast is None else _decoded_record(fast, position)
+        record = built[position]
         if record is None:
             item, path = None, prefix + (position,)
             try:
