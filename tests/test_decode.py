@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import os
 import random
 import sys
 from collections import OrderedDict, UserDict
@@ -272,6 +273,23 @@ def test_python_data_fast_path_equals_the_exact_path(items: list[dict[str, Any]]
     odd = [_oddly(item, data) if isinstance(item, dict) else item for item in items]
     for given_items in (items, odd, {"records": odd, "now": 5}):
         assert described_data(given_items, fast=True) == described_data(given_items, fast=False)
+    # the compiled type scan (where built) flags what the Python one flags
+    assert decode.plain_records(odd) == decode._plain_records_python(odd)
+
+
+def test_the_type_scan_is_compiled_and_refuses_what_json_never_gives() -> None:
+    """plain_records is _scan.c's where built (CI builds it); both refuse a key that is no exact
+    str for a field whose value is not a scalar, a subclass anywhere, a tuple for a list."""
+    from memsolve import _scan  # noqa: F401  (ImportError: it did not build, see pip's output)
+
+    base = {"id": "a", "timestamp": 1, "tokens": 2}
+    cases = [base, {**base, _Text("metadata"): {"x": 1}}, {**base, "metadata": {"x": ("any", "thing")}},
+             {**base, "covers": ["a", _Text("b")]}, {**base, "representations": {_Text("raw"): {"tokens": 1}}},
+             {**base, "representations": {"raw": {"covers": ("a",)}}}, [base], None, _Text("x")]
+    expected = [True, False, True, False, False, False, False, False, False]
+    assert decode._plain_records_python(cases) == expected
+    assert decode.plain_records(cases) == expected
+    assert decode.plain_records is not decode._plain_records_python or os.environ.get("MEMSOLVE_KERNEL") == "numpy"
 
 
 def test_python_data_takes_the_fast_path_where_it_can() -> None:

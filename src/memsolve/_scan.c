@@ -1,6 +1,8 @@
-/* The byte scan behind memsolve.source.counted_keys: one pass over a JSON text's UTF-8 bytes for
-   what follows each quote. Optional, like the solver kernel: without a C compiler the same answer
-   comes from numpy (source._quote_scan_numpy), and tests hold the two equal. */
+/* Compiled scans of the loader's input: the byte scan behind memsolve.source.counted_keys (one
+   pass over a JSON text's UTF-8 bytes for what follows each quote) and the type scan behind
+   memsolve.decode.items (which records given as Python data hold JSON's own types only).
+   Optional, like the solver kernel: without a C compiler the same answers come from numpy and
+   Python (source._quote_scan_numpy, decode._plain), and tests hold the two equal. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
@@ -38,7 +40,71 @@ static PyObject *quote_scan(PyObject *self, PyObject *args) {
     return Py_BuildValue("LNNN", colons, PyBool_FromLong(blank), PyBool_FromLong(line_break), PyBool_FromLong(escape));
 }
 
+static int plain_scalar(PyObject *value) {
+    PyTypeObject *type = Py_TYPE(value);
+    return type == &PyUnicode_Type || type == &PyLong_Type || type == &PyFloat_Type || type == &PyBool_Type ||
+           value == Py_None;
+}
+
+static int plain_names(PyObject *value) {
+    if (!PyList_CheckExact(value)) return 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++)
+        if (!PyUnicode_CheckExact(PyList_GET_ITEM(value, i))) return 0;
+    return 1;
+}
+
+/* An exact str key equal to `name`; a key of another type is no field name here (its record takes
+   the exact path, which words it), and comparing it would run its own code mid-walk. */
+static int named(PyObject *key, const char *name) {
+    return PyUnicode_CheckExact(key) && PyUnicode_CompareWithASCIIString(key, name) == 0;
+}
+
+/* decode._plain: every value of JSON's own types; `metadata` a dict whatever it holds, `covers`
+   a list of strings, `representations` a dict of str to dicts of such values. */
+static int plain_record(PyObject *item) {
+    if (!PyDict_CheckExact(item)) return 0;
+    Py_ssize_t at = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(item, &at, &key, &value)) {
+        if (plain_scalar(value) || (named(key, "metadata") && PyDict_CheckExact(value))) continue;
+        if (named(key, "covers")) {
+            if (!plain_names(value)) return 0;
+        } else if (named(key, "representations") && PyDict_CheckExact(value)) {
+            Py_ssize_t level_at = 0;
+            PyObject *level, *spec;
+            while (PyDict_Next(value, &level_at, &level, &spec)) {
+                if (!PyUnicode_CheckExact(level) || !PyDict_CheckExact(spec)) return 0;
+                Py_ssize_t field_at = 0;
+                PyObject *field, *setting;
+                while (PyDict_Next(spec, &field_at, &field, &setting))
+                    if (!plain_scalar(setting) && !(named(field, "covers") && plain_names(setting))) return 0;
+            }
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* plain_records(list) -> list of bools, one per item: whether it is a record of JSON's own types. */
+static PyObject *plain_records(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *items;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &items)) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *flag = plain_record(PyList_GET_ITEM(items, i)) ? Py_True : Py_False;
+        Py_INCREF(flag);
+        PyList_SET_ITEM(out, i, flag);
+    }
+    return out;
+}
+
 static PyMethodDef methods[] = {
+    {"plain_records", plain_records, METH_VARARGS,
+     "plain_records(list) -> [bool]: which items are records of JSON's own types (decode._plain)"},
     {"quote_scan", quote_scan, METH_VARARGS,
      "quote_scan(bytes) -> (colons, blank, line_break, escape): what follows the quotes of a JSON text"},
     {NULL, NULL, 0, NULL},

@@ -25,8 +25,9 @@ generated texts, the fuzz corpus and generated Python data with such values swap
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import msgspec
@@ -96,29 +97,43 @@ def items(values: Sequence[Any]) -> list[Decoded]:
     types, None where they refuse it or where it holds a value JSON would not have given: a
     subclass of str, int or float (a str Enum, numpy's numbers), a tuple or set for a list, a
     date (YAML's), a mapping that is no dict. The exact path takes those, and words its errors."""
-    out: list[Decoded] = []
-    convert = msgspec.convert
-    for item in values:
-        if type(item) is not dict or not _plain(item):
-            out.append(None)
-            continue
-        try:
-            out.append(convert(item, DecodedRecord))
-        except (*_REFUSED, UnicodeEncodeError):  # msgspec's: a lone surrogate in a string (the exact path's error)
-            out.append(None)
-    return out
+    plain = plain_records(values if type(values) is list else list(values))
+    taken = [item for item, ok in zip(values, plain, strict=True) if ok]
+    try:  # all at once where every record converts (one call, not one per record)
+        converted = iter(msgspec.convert(taken, list[DecodedRecord]))
+    except _CONVERT_REFUSED:
+        converted = iter([_converted(item) for item in taken])
+    return [next(converted) if ok else None for ok in plain]
+
+
+# msgspec's, and UnicodeEncodeError: a lone surrogate in a string (the exact path's error)
+_CONVERT_REFUSED = (*_REFUSED, UnicodeEncodeError)
+
+
+def _converted(item: dict[str, Any]) -> Decoded:
+    try:
+        return msgspec.convert(item, DecodedRecord)
+    except _CONVERT_REFUSED:
+        return None
 
 
 _SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
-def _plain(item: dict[str, Any]) -> bool:
-    """Whether a record's values are of JSON's own types (``metadata`` a dict, whatever it holds:
-    the record keeps none of it, and both paths check its numbers the same way; a mapping that is
-    no dict is the exact path's error). Loops, not generators: this runs for every record."""
+def _plain(item: Any) -> bool:
+    """Whether an item is a record (a dict) whose values are of JSON's own types (``metadata`` a
+    dict, whatever it holds: the record keeps none of it, and both paths check its numbers the
+    same way; a mapping that is no dict is the exact path's error). Without the compiled scan
+    (``_scan.c``) this runs for every record: loops, not generators."""
+    if type(item) is not dict:
+        return False
     scalars = _SCALARS
     for name, value in item.items():
-        if type(value) in scalars or (name == "metadata" and type(value) is dict):
+        if type(value) in scalars:
+            continue
+        if type(name) is not str:  # no field name: the exact path words it (comparing it could run its code)
+            return False
+        if name == "metadata" and type(value) is dict:
             continue
         if name == "covers":
             if not _names(value):
@@ -128,7 +143,8 @@ def _plain(item: dict[str, Any]) -> bool:
                 if type(level) is not str or type(spec) is not dict:
                     return False
                 for field, setting in spec.items():
-                    if type(setting) not in scalars and not (field == "covers" and _names(setting)):
+                    if type(setting) not in scalars and not (type(field) is str and field == "covers"
+                                                             and _names(setting)):
                         return False
         else:
             return False
@@ -137,6 +153,26 @@ def _plain(item: dict[str, Any]) -> bool:
 
 def _names(value: Any) -> bool:
     return type(value) is list and all(type(name) is str for name in value)
+
+
+def _plain_records_python(values: list[Any]) -> list[bool]:
+    return [_plain(item) for item in values]
+
+
+def _compiled_plain_records() -> Callable[[list[Any]], list[bool]]:
+    """The compiled scan (``_scan.c``) unless it did not build or ``MEMSOLVE_KERNEL=numpy`` switches
+    compiled code off."""
+    if os.environ.get("MEMSOLVE_KERNEL", "").lower() == "numpy":
+        return _plain_records_python
+    try:
+        from ._scan import plain_records as compiled
+    except ImportError:  # pragma: no cover - depends on the install having a C compiler
+        return _plain_records_python
+    return compiled  # type: ignore[no-any-return]
+
+
+# plain_records(items) -> one flag per item: a record (a dict) of JSON's own types (:func:`_plain`)
+plain_records = _compiled_plain_records()
 
 
 def keys_kept(text_count: int, decoded: Sequence[Decoded]) -> bool:
