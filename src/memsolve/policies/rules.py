@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..columns import ABSENT, Columns
+from ..columns import ABSENT, Columns, distinct
 from ..context import ResolvedContext
 from ..errors import InputError
 from ..records import DELETE, Record
@@ -340,7 +340,7 @@ def _freshness(ev: Evaluator, rule: FreshnessRule, cols: Columns) -> RuleMask:
         out = np.empty(len(rows), dtype=object)
         # worded once for each source and case (never expires, within, expired), with stand-ins for
         # the row's own texts; a case's numbers only take worded's branch (age 0 or 2, ttl 1)
-        for code in np.unique(from_codes).tolist():
+        for code in distinct(from_codes).tolist():
             source_text, source_json = sources[code]
             for lasts, within in ((False, True), (True, True), (True, False)):
                 at = np.flatnonzero((from_codes == code) & (lasting == lasts) & (expired != within))
