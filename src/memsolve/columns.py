@@ -45,10 +45,10 @@ class Codes:
 
     @classmethod
     def of(cls, values: Sequence[str | None]) -> Codes:
-        index: dict[str, int] = {}
-        codes = np.fromiter((ABSENT if v is None else index.setdefault(v, len(index)) for v in values),
-                            dtype=np.int32, count=len(values))
-        return cls(codes, tuple(index), index)
+        """Codes in order of first appearance (dict lookups mapped in C, not a generator's)."""
+        index = {value: code for code, value in enumerate(v for v in dict.fromkeys(values) if v is not None)}
+        lookup = {**index, None: ABSENT}
+        return cls(np.fromiter(map(lookup.__getitem__, values), dtype=np.int32, count=len(values)), tuple(index), index)
 
     def code(self, value: str | None) -> int:
         """The code of ``value``: ABSENT for None, UNKNOWN for a value no record has."""
