@@ -1,12 +1,16 @@
-"""memsolve.columns: the helpers the rules share."""
+"""memsolve.columns: records as columns, compiled and in Python, and the helpers the rules share."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsolve.columns import distinct
+import memsolve
+from memsolve import columns
+from memsolve.columns import Columns, distinct
 
 
 @given(st.lists(st.integers(min_value=-3, max_value=40), max_size=60))
@@ -18,3 +22,44 @@ def test_distinct_is_numpys_unique(values: list[int]) -> None:
 
 def test_distinct_of_nothing_is_empty() -> None:
     assert distinct(np.array([], dtype=np.int32)).tolist() == []
+
+
+_level = st.fixed_dictionaries({}, optional={"tokens": st.integers(0, 50), "utility": st.floats(0, 9),
+                                             "text": st.sampled_from(["a b", "c d e", ""])})
+_item = st.fixed_dictionaries(
+    {"timestamp": st.integers(0, 100),
+     "representations": st.dictionaries(st.sampled_from(["raw", "summary", "odd", "keywords"]), _level,
+                                        min_size=1, max_size=3)},
+    optional={"tenant": st.sampled_from(["t", "u"]), "store": st.sampled_from(["semantic", "working"]),
+              "session": st.sampled_from(["s1", "s2"]), "key": st.sampled_from(["k1", "k2"]),
+              "version": st.sampled_from(["v1", "v2"]), "document": st.sampled_from(["d"]),
+              "ttl": st.one_of(st.none(), st.integers(0, 50)), "authority": st.booleans(),
+              "text": st.sampled_from(["one two three", "x"])})
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_item, max_size=12))
+def test_the_compiled_columns_are_the_python_ones(items: list[dict]) -> None:
+    """Columns.of and the level table from _scan.c (where built: CI builds it) equal the Python
+    comprehensions': every array, code and value, a level named by no fidelity, tokens counted."""
+    records = memsolve.load_records([{"id": f"r{i}", **item} for i, item in enumerate(items)]).valid
+    assert columns._SCANS is not None or os.environ.get("MEMSOLVE_KERNEL") == "numpy"
+    built = Columns.of(records, range(len(records)))
+    table = built.levels(("raw", "summary", "keywords"), "words", lambda: lambda text: len(text.split()))
+    saved = columns._SCANS
+    columns._SCANS = None
+    try:
+        python = Columns.of(records, range(len(records)))
+        python_table = python.levels(("raw", "summary", "keywords"), "words", lambda: lambda text: len(text.split()))
+    finally:
+        columns._SCANS = saved
+    for name in ("index", "timestamp", "ttl", "ttl_given", "authority"):
+        assert np.array_equal(getattr(built, name), getattr(python, name), equal_nan=name == "ttl"), name
+        assert getattr(built, name).dtype == getattr(python, name).dtype, name
+    for name in ("tenant", "store", "session", "key", "version", "document"):
+        one, other = getattr(built, name), getattr(python, name)
+        assert one.codes.tolist() == other.codes.tolist() and one.values == other.values and one.index == other.index
+    assert built.time_kinds == python.time_kinds
+    for name in ("tokens", "present", "unknown", "missing_utility"):
+        assert np.array_equal(getattr(table, name), getattr(python_table, name)), name
+    assert np.array_equal(table.utility, python_table.utility, equal_nan=True)

@@ -1,8 +1,10 @@
 /* Compiled scans of the loader's input: the byte scan behind memsolve.source.counted_keys (one
    pass over a JSON text's UTF-8 bytes for what follows each quote) and the type scan behind
    memsolve.decode.items (which records given as Python data hold JSON's own types only).
-   Optional, like the solver kernel: without a C compiler the same answers come from numpy and
-   Python (source._quote_scan_numpy, decode._plain), and tests hold the two equal. */
+   And the passes over the loaded records that lay them out as columns (memsolve.columns: one
+   field of every record, each record's levels). Optional, like the solver kernel: without a C
+   compiler the same answers come from numpy and Python (source._quote_scan_numpy, decode._plain,
+   columns' comprehensions), and tests hold the two equal. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
@@ -102,7 +104,202 @@ static PyObject *plain_records(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* A new bytearray of `size` bytes (its contents unset): numpy reads it without a copy, writably. */
+static PyObject *scratch(Py_ssize_t size) { return PyByteArray_FromStringAndSize(NULL, size); }
+
+/* floats(records, name) -> bytearray of float64: each record's field `name` as a float, NaN for None. */
+static PyObject *floats(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *records, *name;
+    if (!PyArg_ParseTuple(args, "O!U", &PyTuple_Type, &records, &name)) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(records);
+    PyObject *out = scratch(n * (Py_ssize_t)sizeof(double));
+    if (out == NULL) return NULL;
+    double *at = (double *)PyByteArray_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *value = PyObject_GetAttr(PyTuple_GET_ITEM(records, i), name);
+        if (value == NULL) goto fail;
+        at[i] = value == Py_None ? Py_NAN : PyFloat_AsDouble(value);
+        Py_DECREF(value);
+        if (at[i] == -1.0 && PyErr_Occurred()) goto fail;
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* flags(records, name) -> bytearray of bools (0/1): each record's field `name` is True. */
+static PyObject *flags(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *records, *name;
+    if (!PyArg_ParseTuple(args, "O!U", &PyTuple_Type, &records, &name)) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(records);
+    PyObject *out = scratch(n);
+    if (out == NULL) return NULL;
+    char *at = PyByteArray_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *value = PyObject_GetAttr(PyTuple_GET_ITEM(records, i), name);
+        if (value == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        at[i] = value == Py_True;
+        Py_DECREF(value);
+    }
+    return out;
+}
+
+/* codes(records, name, index) -> bytearray of int32: each record's field `name` as its code in
+   `index` (a dict, value -> code, new values appended in order of first appearance), -1 for None. */
+static PyObject *codes(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *records, *name, *index;
+    if (!PyArg_ParseTuple(args, "O!UO!", &PyTuple_Type, &records, &name, &PyDict_Type, &index)) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(records);
+    PyObject *out = scratch(n * 4);
+    if (out == NULL) return NULL;
+    int32_t *at = (int32_t *)PyByteArray_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *value = PyObject_GetAttr(PyTuple_GET_ITEM(records, i), name);
+        if (value == NULL) goto fail;
+        if (value == Py_None) {
+            at[i] = -1;
+        } else {
+            PyObject *code = PyDict_GetItemWithError(index, value);
+            if (code == NULL) {
+                if (PyErr_Occurred()) {
+                    Py_DECREF(value);
+                    goto fail;
+                }
+                code = PyLong_FromSsize_t(PyDict_GET_SIZE(index));
+                if (code == NULL || PyDict_SetItem(index, value, code) < 0) {
+                    Py_XDECREF(code);
+                    Py_DECREF(value);
+                    goto fail;
+                }
+                Py_DECREF(code);  /* the dict holds it */
+            }
+            at[i] = (int32_t)PyLong_AsLong(code);
+        }
+        Py_DECREF(value);
+    }
+    return out;
+fail:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* level_cells(records, column, k) -> (cells, sizes, utilities, unknown, uncounted): over every
+   level of every record in order, those whose name `column` (a dict, name -> column) knows: the
+   cell row * k + column (int64), the level's tokens (int64; -1 where None: to be counted from a
+   text), its utility (float64; NaN where None); the rows with a level `column` does not know, and
+   the positions (among the known levels) of the levels whose tokens are None, as lists. */
+static PyObject *level_cells(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *records, *column;
+    Py_ssize_t k;
+    if (!PyArg_ParseTuple(args, "O!O!n", &PyTuple_Type, &records, &PyDict_Type, &column, &k)) return NULL;
+    static PyObject *levels_name, *name_name, *tokens_name, *utility_name;
+    if (levels_name == NULL) {
+        levels_name = PyUnicode_InternFromString("levels");
+        name_name = PyUnicode_InternFromString("name");
+        tokens_name = PyUnicode_InternFromString("tokens");
+        utility_name = PyUnicode_InternFromString("utility");
+        if (!levels_name || !name_name || !tokens_name || !utility_name) return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(records), m = 0;
+    PyObject *levels_of = PyList_New(n);  /* each record's levels tuple, read once */
+    if (levels_of == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *levels = PyObject_GetAttr(PyTuple_GET_ITEM(records, i), levels_name);
+        if (levels == NULL) goto fail_list;
+        PyList_SET_ITEM(levels_of, i, levels);
+        if (!PyTuple_Check(levels)) {
+            PyErr_SetString(PyExc_TypeError, "level_cells: a record's levels must be a tuple");
+            goto fail_list;
+        }
+        m += PyTuple_GET_SIZE(levels);
+    }
+    PyObject *cells = scratch(m * 8), *sizes = scratch(m * 8), *values = scratch(m * 8);
+    PyObject *unknown = PyList_New(0), *uncounted = PyList_New(0);
+    if (!cells || !sizes || !values || !unknown || !uncounted) goto fail;
+    int64_t *cell = (int64_t *)PyByteArray_AS_STRING(cells), *size = (int64_t *)PyByteArray_AS_STRING(sizes);
+    double *value = (double *)PyByteArray_AS_STRING(values);
+    Py_ssize_t known = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *levels = PyList_GET_ITEM(levels_of, i);
+        int unknown_row = 0;
+        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(levels); j++) {
+            PyObject *level = PyTuple_GET_ITEM(levels, j);
+            PyObject *name = PyObject_GetAttr(level, name_name);
+            if (name == NULL) goto fail;
+            PyObject *at = PyDict_GetItemWithError(column, name);
+            Py_DECREF(name);
+            if (at == NULL) {
+                if (PyErr_Occurred()) goto fail;
+                unknown_row = 1;
+                continue;
+            }
+            Py_ssize_t col = PyLong_AsSsize_t(at);
+            if (col == -1 && PyErr_Occurred()) goto fail;
+            PyObject *tokens = PyObject_GetAttr(level, tokens_name);
+            if (tokens == NULL) goto fail;
+            if (tokens == Py_None) {
+                size[known] = -1;
+                PyObject *position = PyLong_FromSsize_t(known);
+                int failed = position == NULL || PyList_Append(uncounted, position) < 0;
+                Py_XDECREF(position);
+                if (failed) {
+                    Py_DECREF(tokens);
+                    goto fail;
+                }
+            } else {
+                size[known] = PyLong_AsLongLong(tokens);
+                if (size[known] == -1 && PyErr_Occurred()) {
+                    Py_DECREF(tokens);
+                    goto fail;
+                }
+            }
+            Py_DECREF(tokens);
+            PyObject *utility = PyObject_GetAttr(level, utility_name);
+            if (utility == NULL) goto fail;
+            value[known] = utility == Py_None ? Py_NAN : PyFloat_AsDouble(utility);
+            Py_DECREF(utility);
+            if (value[known] == -1.0 && PyErr_Occurred()) goto fail;
+            cell[known++] = (int64_t)i * k + col;
+        }
+        if (unknown_row) {
+            PyObject *row = PyLong_FromSsize_t(i);
+            int failed = row == NULL || PyList_Append(unknown, row) < 0;
+            Py_XDECREF(row);
+            if (failed) goto fail;
+        }
+    }
+    Py_DECREF(levels_of);
+    if (PyByteArray_Resize(cells, known * 8) < 0 || PyByteArray_Resize(sizes, known * 8) < 0 ||
+        PyByteArray_Resize(values, known * 8) < 0) {
+        levels_of = NULL;
+        goto fail;
+    }
+    return Py_BuildValue("NNNNN", cells, sizes, values, unknown, uncounted);
+fail:
+    Py_XDECREF(cells);
+    Py_XDECREF(sizes);
+    Py_XDECREF(values);
+    Py_XDECREF(unknown);
+    Py_XDECREF(uncounted);
+fail_list:
+    Py_XDECREF(levels_of);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"floats", floats, METH_VARARGS, "floats(records, name) -> float64 bytearray, NaN for None"},
+    {"flags", flags, METH_VARARGS, "flags(records, name) -> bool bytearray"},
+    {"codes", codes, METH_VARARGS, "codes(records, name, index) -> int32 bytearray, -1 for None; index grows"},
+    {"level_cells", level_cells, METH_VARARGS,
+     "level_cells(records, column, k) -> (cells, sizes, utilities, unknown rows, uncounted positions)"},
     {"plain_records", plain_records, METH_VARARGS,
      "plain_records(list) -> [bool]: which items are records of JSON's own types (decode._plain)"},
     {"quote_scan", quote_scan, METH_VARARGS,

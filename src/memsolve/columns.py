@@ -16,11 +16,15 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from .compiled import scans
+
 if TYPE_CHECKING:  # records builds on this module; Record is for annotations only
     from .records import Record
 
 T = TypeVar("T")
 
+_SCANS = scans()
+_STRING_FIELDS = ("tenant", "store", "session", "key", "version", "document")
 ABSENT = -1  # the code of a field the record does not give
 UNKNOWN = -2  # the code of a value no record has: compares unequal to every row
 _MEMO_SIZE = 256
@@ -49,6 +53,13 @@ class Codes:
         index = {value: code for code, value in enumerate(v for v in dict.fromkeys(values) if v is not None)}
         lookup = {**index, None: ABSENT}
         return cls(np.fromiter(map(lookup.__getitem__, values), dtype=np.int32, count=len(values)), tuple(index), index)
+
+    @classmethod
+    def compiled(cls, records: tuple[Record, ...], name: str) -> Codes:
+        """:meth:`of` the records' field ``name``, by the compiled loop (``_scan.c``)."""
+        index: dict[str, int] = {}
+        codes = np.frombuffer(_SCANS.codes(records, name, index), dtype=np.int32)  # type: ignore[union-attr]
+        return cls(codes, tuple(index), index)
 
     def code(self, value: str | None) -> int:
         """The code of ``value``: ABSENT for None, UNKNOWN for a value no record has."""
@@ -116,22 +127,19 @@ class Columns:
 
     @classmethod
     def of(cls, records: Sequence[Record], index: Sequence[int]) -> Columns:
-        n = len(records)
-        return cls(
-            records=tuple(records),
-            index=np.asarray(index, dtype=np.int64),
-            timestamp=np.fromiter((r.timestamp for r in records), dtype=np.float64, count=n),
-            ttl=np.fromiter((np.nan if r.ttl is None else r.ttl for r in records), dtype=np.float64, count=n),
-            ttl_given=np.fromiter((r.ttl_given for r in records), dtype=bool, count=n),
-            authority=np.fromiter((r.authority for r in records), dtype=bool, count=n),
-            tenant=Codes.of([r.tenant for r in records]),
-            store=Codes.of([r.store for r in records]),
-            session=Codes.of([r.session for r in records]),
-            key=Codes.of([r.key for r in records]),
-            version=Codes.of([r.version for r in records]),
-            document=Codes.of([r.document for r in records]),
-            time_kinds=tuple(r.time_kind for r in records),
-        )
+        held = tuple(records)
+        if _SCANS is not None:  # the same columns, each one C loop over the records
+            floats = {name: np.frombuffer(_SCANS.floats(held, name), dtype=np.float64) for name in ("timestamp", "ttl")}
+            flags = {name: np.frombuffer(_SCANS.flags(held, name), dtype=bool) for name in ("ttl_given", "authority")}
+            strings = {name: Codes.compiled(held, name) for name in _STRING_FIELDS}
+        else:
+            floats = {"timestamp": np.array([r.timestamp for r in held], dtype=np.float64),
+                      "ttl": np.array([r.ttl for r in held], dtype=np.float64)}  # None: NaN
+            flags = {name: np.array([getattr(r, name) for r in held], dtype=bool)
+                     for name in ("ttl_given", "authority")}
+            strings = {name: Codes.of([getattr(r, name) for r in held]) for name in _STRING_FIELDS}
+        return cls(records=held, index=np.asarray(index, dtype=np.int64), **floats, **flags, **strings,
+                   time_kinds=tuple(r.time_kind for r in held))
 
     def __len__(self) -> int:
         return len(self.records)
@@ -201,25 +209,36 @@ class Columns:
 def _level_table(records: Sequence[Record], levels: tuple[str, ...], count: Callable[[str], int]) -> LevelTable:
     column = {name: j for j, name in enumerate(levels)}
     n, k = len(records), len(levels)
-    # one pass collecting (cell, tokens, utility) in lists, then one assignment per array: setting
-    # numpy cells one by one cost three times as much
-    cells: list[int] = []
-    sizes: list[int] = []
-    values: list[float] = []
-    unknown_rows: list[int] = []
-    nan = float("nan")
-    for row, record in enumerate(records):
-        for level in record.levels:
-            j = column.get(level.name)
-            if j is None:
-                unknown_rows.append(row)
-                continue
-            cells.append(row * k + j)
-            size = level.tokens
-            sizes.append(size if size is not None else
-                         count(level.text if level.text is not None else record.text or ""))
-            values.append(nan if level.utility is None else level.utility)
-    at = np.array(cells, dtype=np.int64)
+    if _SCANS is not None:
+        held = tuple(records)
+        cells_, sizes_, values_, unknown_rows, uncounted = _SCANS.level_cells(held, column, k)
+        at = np.frombuffer(cells_, dtype=np.int64)
+        sizes = np.frombuffer(sizes_, dtype=np.int64)
+        values = np.frombuffer(values_, dtype=np.float64)
+        if uncounted:  # a level without a token count: its text (or its record's) counted here
+            rows = (at[uncounted] // k).tolist()
+            sizes[uncounted] = [count(_text_of(held[row], levels[cell % k]))
+                                for row, cell in zip(rows, at[uncounted].tolist(), strict=True)]
+    else:
+        # one pass collecting (cell, tokens, utility) in lists, then one assignment per array: setting
+        # numpy cells one by one cost three times as much
+        cells: list[int] = []
+        counted: list[int] = []
+        given: list[float] = []
+        unknown_rows = []
+        nan = float("nan")
+        for row, record in enumerate(records):
+            for level in record.levels:
+                j = column.get(level.name)
+                if j is None:
+                    unknown_rows.append(row)
+                    continue
+                cells.append(row * k + j)
+                size = level.tokens
+                counted.append(size if size is not None else
+                               count(level.text if level.text is not None else record.text or ""))
+                given.append(nan if level.utility is None else level.utility)
+        at, sizes, values = np.array(cells, dtype=np.int64), counted, given
     tokens = np.zeros(n * k, dtype=np.int64)
     utility = np.zeros(n * k, dtype=np.float64)
     present = np.zeros(n * k, dtype=bool)
@@ -229,3 +248,9 @@ def _level_table(records: Sequence[Record], levels: tuple[str, ...], count: Call
     unknown[unknown_rows] = True
     missing = np.isnan(utility).any(axis=1)
     return LevelTable(levels, tokens.reshape(n, k), utility, present.reshape(n, k), unknown, missing, count)
+
+
+def _text_of(record: Record, name: str) -> str:
+    """The text a level is counted from: its own, else its record's ("" without either)."""
+    level = next(level for level in record.levels if level.name == name)
+    return level.text if level.text is not None else record.text or ""

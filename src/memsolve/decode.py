@@ -25,7 +25,6 @@ generated texts, the fuzz corpus and generated Python data with such values swap
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any
@@ -33,6 +32,7 @@ from typing import Annotated, Any
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from .compiled import scans
 from .level import Count, Id, Level, Utility
 from .source import quote_colons
 
@@ -159,20 +159,8 @@ def _plain_records_python(values: list[Any]) -> list[bool]:
     return [_plain(item) for item in values]
 
 
-def _compiled_plain_records() -> Callable[[list[Any]], list[bool]]:
-    """The compiled scan (``_scan.c``) unless it did not build or ``MEMSOLVE_KERNEL=numpy`` switches
-    compiled code off."""
-    if os.environ.get("MEMSOLVE_KERNEL", "").lower() == "numpy":
-        return _plain_records_python
-    try:
-        from ._scan import plain_records as compiled
-    except ImportError:  # pragma: no cover - depends on the install having a C compiler
-        return _plain_records_python
-    return compiled  # type: ignore[no-any-return]
-
-
 # plain_records(items) -> one flag per item: a record (a dict) of JSON's own types (:func:`_plain`)
-plain_records = _compiled_plain_records()
+plain_records: Callable[[list[Any]], list[bool]] = getattr(scans(), "plain_records", _plain_records_python)
 
 
 def keys_kept(text_count: int, decoded: Sequence[Decoded]) -> bool:

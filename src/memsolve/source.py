@@ -22,6 +22,7 @@ import numpy as np
 import orjson
 import yaml
 
+from .compiled import scans
 from .errors import InputError, Location
 
 PathT = tuple[Any, ...]
@@ -569,22 +570,10 @@ def _quote_scan_numpy(data: bytes) -> tuple[int, bool, bool, bool]:
     return colons, blank, line_break, escape
 
 
-def _compiled_quote_scan() -> Callable[[bytes], tuple[int, bool, bool, bool]]:
-    """The compiled scan (``_scan.c``) when this install built it and ``MEMSOLVE_KERNEL=numpy``
-    does not switch compiled code off, else numpy's."""
-    if os.environ.get("MEMSOLVE_KERNEL", "").lower() == "numpy":
-        return _quote_scan_numpy
-    try:
-        from ._scan import quote_scan as compiled
-    except ImportError:  # pragma: no cover - depends on the install having a C compiler
-        return _quote_scan_numpy
-    return compiled  # type: ignore[no-any-return]
-
-
 # quote_scan(data) -> (colons, blank, line_break, escape): how many quotes of the bytes a colon
 # follows, whether a blank or tab, or a line break, follows one (the last byte counts for nothing),
 # and whether a quote or a colon is written as a \\u escape (\\u0022, \\u003a, \\u003A)
-quote_scan = _compiled_quote_scan()
+quote_scan: Callable[[bytes], tuple[int, bool, bool, bool]] = getattr(scans(), "quote_scan", _quote_scan_numpy)
 
 _GATE_SLICE = 1 << 24  # bytes a slice: bounds the gate's arrays on a 256 MiB file
 
