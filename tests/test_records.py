@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -422,3 +423,22 @@ def test_every_value_orjson_may_write_otherwise_keeps_the_digest(odd, where) -> 
     else:
         item[where] = value
     assert memsolve.load_records(data).sha256 == _digest(data)
+
+
+@given(st.text(alphabet=st.sampled_from(list("0123456789e.-+E\"x")), max_size=24))
+def test_the_number_form_scan_is_compiled_and_reads_as_numpy_does(text: str) -> None:
+    """records._own_number (_scan.c where built: CI builds it) flags exactly what the numpy scan
+    flags: a digit, `e`, a digit or sign; or `0.0000`, wherever they fall (the last byte too)."""
+    from memsolve import records
+
+    data = text.encode()
+    assert records._own_number(data) == records._own_number_numpy(data)
+    assert records._own_number is not records._own_number_numpy or os.environ.get("MEMSOLVE_KERNEL") == "numpy"
+
+
+def test_the_number_form_scan_finds_exponents_and_tiny_numbers() -> None:
+    from memsolve import records
+
+    for written, expected in ((b"[1e5]", True), (b"[1e-5]", True), (b"[0.00001]", True), (b"[0.0001]", False),
+                              (b'["e5",1.5]', False), (b"[1.5e", False), (b"", False), (b"0.0000", True)):
+        assert records._own_number(written) is expected, written

@@ -104,6 +104,33 @@ static PyObject *plain_records(PyObject *self, PyObject *args) {
     return out;
 }
 
+/* own_number(buffer) -> bool: records.py's _own_number, one pass: whether compact JSON may hold a
+   number orjson writes otherwise than repr: an exponent (a digit, `e`, then a digit or a sign) or
+   a number below 1e-4 written positionally (`0.0000`). */
+static PyObject *own_number(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*", &view)) return NULL;
+    const unsigned char *data = (const unsigned char *)view.buf;
+    Py_ssize_t n = view.len;
+    int found = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 1; i + 1 < n && !found; i++) {
+        unsigned char c = data[i];
+        if (c == 'e') {
+            unsigned char before = data[i - 1], after = data[i + 1];
+            found = before >= '0' && before <= '9' &&
+                    ((after >= '0' && after <= '9') || after == '-' || after == '+');
+        } else if (c == '.' && i + 4 < n && data[i - 1] == '0' && data[i + 1] == '0' && data[i + 2] == '0' &&
+                   data[i + 3] == '0' && data[i + 4] == '0') {
+            found = 1;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(found);
+}
+
 /* A new bytearray of `size` bytes (its contents unset): numpy reads it without a copy, writably. */
 static PyObject *scratch(Py_ssize_t size) { return PyByteArray_FromStringAndSize(NULL, size); }
 
@@ -295,6 +322,7 @@ fail_list:
 }
 
 static PyMethodDef methods[] = {
+    {"own_number", own_number, METH_VARARGS, "own_number(bytes) -> bool: an exponent or 0.0000 in compact JSON"},
     {"floats", floats, METH_VARARGS, "floats(records, name) -> float64 bytearray, NaN for None"},
     {"flags", flags, METH_VARARGS, "flags(records, name) -> bool bytearray"},
     {"codes", codes, METH_VARARGS, "codes(records, name, index) -> int32 bytearray, -1 for None; index grows"},

@@ -30,6 +30,7 @@ import orjson
 
 from . import collection, decode, schemas
 from .columns import Columns
+from .compiled import scans
 from .context import CONTEXT_FIELDS, Context
 from .decode import UNSET, Decoded, DecodedRecord
 from .errors import InputError, Location, not_finite, shown
@@ -288,11 +289,11 @@ def _quick_canonical(data: Any) -> bytes | None:
     return _NON_ASCII.sub(_escaped, written.decode("utf-8")).encode("ascii")
 
 
-def _own_number(written: bytes) -> bool:
+def _own_number_numpy(written: bytes) -> bool:
     """Whether compact JSON may hold a number orjson writes otherwise than repr: with an exponent
     (a digit, `e`, then a digit or a sign) or positionally below 1e-4 (`0.0000`). A match inside
     a string only costs time (the standard library writes that text); a regular expression over
-    every digit cost as much as orjson's whole writing."""
+    every digit cost as much as orjson's whole writing. ``_scan.c``'s one pass where built."""
     if b"0.0000" in written:
         return True
     data = np.frombuffer(written, dtype=np.uint8)
@@ -301,6 +302,9 @@ def _own_number(written: bytes) -> bool:
     digit_before = (before >= ord("0")) & (before <= ord("9"))
     exponent = ((after >= ord("0")) & (after <= ord("9"))) | (after == ord("-")) | (after == ord("+"))
     return bool((digit_before & exponent).any())
+
+
+_own_number: Callable[[bytes], bool] = getattr(scans(), "own_number", _own_number_numpy)
 
 
 def _escaped(match: re.Match[str]) -> str:
