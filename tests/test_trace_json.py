@@ -13,7 +13,7 @@ from memsolve.policies.verdicts import Ceiling
 from memsolve.pricing import RoundPrice
 from memsolve.records import DELETE
 from memsolve.result import Trace, json_text
-from memsolve.trace_json import json_numbers
+from memsolve.trace_json import json_ints, json_numbers, json_strings
 
 from .policies.test_columns import LEVELS, a_case
 
@@ -169,3 +169,32 @@ def test_numbers_are_written_as_the_encoder_writes_them(values) -> None:
     written = json_numbers(np.array(values, dtype=np.float64))
     assert written == [json_text(value) for value in values]
     assert json_numbers(np.array(_EDGES)) == [float.__repr__(value) for value in _EDGES]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(-(2**63), 2**63 - 1) | st.sampled_from([0, -1, 2**63 - 1, -(2**63)]), max_size=40))
+def test_integers_are_written_as_the_encoder_writes_them(values) -> None:
+    # orjson's decimal digits: every 64-bit integer as json_text writes it
+    assert json_ints(np.array(values, dtype=np.int64)) == [json_text(value) for value in values]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.none() | st.text() | st.sampled_from(['q"uote', "back\\slash", "\x7f", "\u2028", "\ud800"]),
+                max_size=20))
+def test_strings_are_written_as_the_encoder_writes_them(values) -> None:
+    assert json_strings(values) == [json_text(value) for value in values]
+
+
+def test_texts_of_chosen_levels_are_written_whether_or_not_the_records_have_any() -> None:
+    # the selected list writes every text null at once where no record (nor any level) has one,
+    # each chosen level's text (else its record's) otherwise
+    policy = memsolve.policy_from_text(
+        "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: t}\nbudget: {tokens: 10}\n", "t.yaml")
+    bare = [{"id": f"r{i}", "timestamp": i, "tokens": 1, "utility": 1.0} for i in range(3)]
+    texts = [*bare, {"id": "t", "timestamp": 4, "text": "own", "tokens": 1, "utility": 1.0},
+             {"id": "l", "timestamp": 5, "representations": {"raw": {"tokens": 2, "utility": 1.0, "text": "lvl"}}}]
+    for items in (bare, texts):
+        result = memsolve.solve(policy, memsolve.load_records(items), memsolve.Context(now=5))
+        assert result.selected.json_lines() == [json_text(chosen.to_dict()) for chosen in result.selected]
+        assert result.trace.json_lines() == [json_text(entry.to_dict()) for entry in result.trace]
+    assert '"text": "lvl"' in result.to_json() and '"text": "own"' in result.to_json()

@@ -305,19 +305,29 @@ class Outcomes:
 
     def selected_json(self) -> list[str] | None:
         """The selected records' JSON, written from the arrays (memsolve.trace_json)."""
-        return selected_lines(self.allocations)
+        return selected_lines(self.allocations, self.prep.judgement.columns)
 
     def excluded_json(self) -> list[str]:
         """The excluded records' JSON, written from the arrays (memsolve.trace_json)."""
-        return excluded_lines(self.prep.judgement, self._walk(eligible=False))
+        judgement = self.prep.judgement
+        return excluded_lines(judgement, np.flatnonzero(~judgement.eligible), self._invalid_records())
 
     def trace_json(self) -> list[str] | None:
         """The trace entries' JSON, written from the arrays (memsolve.trace_json)."""
         if self.trace_mode == "none":
             return []
-        shown = self._walk(eligible=self.trace_mode == "full")
-        return trace_lines(self.prep.judgement, self.allocations, shown, self._instance_rows(),
+        judgement = self.prep.judgement
+        rows = np.arange(len(judgement.eligible)) if self.trace_mode == "full" else np.flatnonzero(~judgement.eligible)
+        return trace_lines(judgement, self.allocations, rows, self._instance_rows(), self._invalid_records(),
                            lambda position, item: json_text(self._invalid(position, item).to_dict()))
+
+    def _invalid_records(self) -> list[tuple[int, InvalidRecord]]:
+        """(position, record) of the invalid records among the admitted ones (the columns hold
+        the valid ones only)."""
+        items = self.prep.admitted.records
+        if len(self.prep.judgement.columns) == len(items):
+            return []
+        return [(position, item) for position, item in enumerate(items) if isinstance(item, InvalidRecord)]
 
     def trace(self) -> Iterator[TraceEntry]:
         if self.trace_mode == "none":

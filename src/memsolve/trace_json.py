@@ -4,21 +4,26 @@ Byte for byte ``json_text(x.to_dict())`` for each trace entry, chosen and exclud
 hold them together), without building those objects: each rule's verdict JSON is written once per
 group of rows that share a verdict (:meth:`RuleMask.codes`), or once per case with each row's own
 texts laid in (:attr:`RuleMask.written`), and laid over the rows by indexing; the allocations'
-offers are written from the instance's arrays, their numbers by :func:`json_numbers`. Each piece
-of a line is a column of texts; the rows are joined by ``map("".join, zip(...))``, a loop in C.
-A full trace of 10,000 records is mostly this.
+offers are written from the instance's arrays, their numbers by :func:`json_numbers` and
+:func:`json_ints`. Each piece of a line is a column of texts (or one text for every row); the
+rows are joined by ``map("".join, zip(...))``, a loop in C, once per line: a piece is never
+joined into a text of its own first. What depends on the records alone (each row's id and
+position as JSON) is kept by the columns for the next turn (:meth:`Columns.memo`). A full trace
+of 10,000 records is mostly this.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from itertools import repeat
-from operator import itemgetter
+from itertools import chain, repeat
+from json.encoder import encode_basestring
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
 import orjson
 
+from .columns import Columns
 from .policies.verdicts import Judgement, RuleMask, Verdict
 from .result import json_string, json_text
 from .solver.compile import Allocations, level_text
@@ -53,18 +58,78 @@ def json_numbers(values: np.ndarray) -> list[str]:
     return out
 
 
-def rule_texts(mask: RuleMask, rows: np.ndarray) -> list[str]:
-    """Each row's verdict under ``mask`` as JSON."""
+def json_ints(values: np.ndarray) -> list[str]:
+    """Each number of an integer array as the encoder writes it (``int.__repr__``: orjson writes
+    a 64-bit integer's decimal digits the same way, three times faster)."""
+    if not values.size:
+        return []
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY).decode()[1:-1].split(",")
+
+
+def json_strings(values: Sequence[str | None]) -> list[str]:
+    """Each string (or None) as :func:`json_string` writes it."""
+    if None in values:
+        return list(map(json_string, values))
+    return list(map(encode_basestring, values))  # the encoder's own, without a Python call per value
+
+
+def _ids(columns: Columns) -> np.ndarray:
+    """Each row's record id as JSON (an object array), kept for the next turn."""
+    return columns.memo(("json", "ids"), lambda: _strings(json_strings(list(map(_ID, columns.records)))))
+
+
+def _entry_heads(columns: Columns) -> np.ndarray:
+    """Each row's trace entry up to its outcome (``{"id": …, "position": …, "outcome": ``), kept
+    for the next turn: ids and positions change only with the records."""
+    def build() -> np.ndarray:
+        return _strings(list(map("".join, zip(repeat('{"id": '), _ids(columns).tolist(), repeat(', "position": '),
+                                              json_ints(columns.index), repeat(', "outcome": ')))))
+
+    return columns.memo(("json", "entry-heads"), build)
+
+
+def _without_text(columns: Columns) -> bool:
+    """No record (and no level of one) has a text: every chosen level's text is null. Kept for
+    the next turn."""
+    def build() -> bool:
+        records = columns.records
+        return set(map(_TEXT, chain(records, chain.from_iterable(map(_LEVELS, records))))) <= {None}
+
+    return columns.memo(("json", "without-text"), build)
+
+
+_ID, _TEXT, _LEVELS = attrgetter("id"), attrgetter("text"), attrgetter("levels")
+
+
+def rule_pieces(mask: RuleMask, rows: np.ndarray, lead: str = "") -> list[Iterable[str]]:
+    """Each row's verdict under ``mask`` as JSON, led by ``lead``: the pieces of a line it takes
+    (the lead is laid into the texts of rules whose rows share verdicts, a piece of its own
+    before the others)."""
     written = None if mask.written is None else mask.written(rows)
     if written is not None:
-        return written
-    return mask.once_per_verdict(rows, lambda row: verdict_json(mask.verdict(row)))
+        return [repeat(lead), written] if lead else [written]
+    codes = mask.codes()
+    if codes is None:
+        return [[lead + verdict_json(mask.verdict(row)) for row in rows.tolist()]]
+    # once per group of rows that share a verdict (RuleMask.once_per_verdict), laid by indexing
+    _, first, inverse = np.unique(codes[rows], return_index=True, return_inverse=True)
+    texts = [lead + verdict_json(mask.verdict(row)) for row in rows[first].tolist()]
+    return [_strings(texts)[inverse.ravel()].tolist()]
 
 
-def allocation_texts(allocations: Allocations, rows: np.ndarray) -> list[str] | None:
-    """The trace's ``allocation`` member (with ``repairs`` and ``derived_utility`` where a row has
-    them) of each instance row in ``rows``; None where a value is not finite (the encoder refuses
-    it: the entry objects' path raises as it does)."""
+def _laid(count: int, at: np.ndarray, values: Sequence[str] | np.ndarray) -> list[str]:
+    """A column of ``count`` texts: ``values`` at the rows ``at``, "" elsewhere."""
+    out = np.full(count, "", dtype=object)
+    out[at] = values
+    return out.tolist()
+
+
+def allocation_tails(allocations: Allocations, rows: np.ndarray) -> list[str] | None:
+    """The end of each trace entry of an eligible record, from the rules' closing bracket on:
+    its ``allocation`` member (then ``repairs`` and ``derived_utility`` where a row has them) and
+    the entry's closing brace, for each instance row in ``rows``; None where a value is not
+    finite (the encoder refuses it: the entry objects' path raises as it does)."""
     compiled = allocations.compiled
     inst, levels = compiled.instance, compiled.levels
     tokens, utility, offered = inst.tokens[rows], inst.utility[rows], inst.mask[rows]
@@ -73,46 +138,50 @@ def allocation_texts(allocations: Allocations, rows: np.ndarray) -> list[str] | 
         return None
     # at a price of 0 each value is its utility, bit for bit (-0.0 too): written once
     same = np.array_equal(value.view(np.int64), utility.view(np.int64))
-    # each level's offers, a column of texts ("" where the row does not offer it), each text led
-    # by the separator; a row's offers are its columns joined, less the first separator
-    columns = []
+    count = len(rows)
+    heads = _strings([f'], "allocation": {{"level": {json_string(level)}, "offered": ['
+                      for level in (*levels, "delete")])
+    pieces: list[Iterable[str]] = [heads[allocations.choice[rows]].tolist()]
+    # each level's offer, in pieces: each a column ("" where a row does not offer the level), led
+    # by the separator where the row offers a level before it
+    before = np.zeros(count, dtype=bool)
     for j, level in enumerate(levels):
         at = np.flatnonzero(offered[:, j])
         if not at.size:
             continue
+        head = f'{{"level": {json_string(level)}, "tokens": '
+        leads = _strings([head, ", " + head])[before[at].astype(np.intp)]
         utilities = json_numbers(utility[at, j])
-        cells = np.full(len(rows), "", dtype=object)
-        cells[at] = list(map("".join, zip(
-            repeat(f', {{"level": {json_string(level)}, "tokens": '), map(int.__repr__, tokens[at, j].tolist()),
-            repeat(', "utility": '), utilities, repeat(', "value": '),
-            utilities if same else json_numbers(value[at, j]), repeat("}"))))
-        columns.append(cells.tolist())
-    offers = map(_LESS_SEPARATOR, map("".join, zip(*columns, strict=True))) if columns else repeat("", len(rows))
-    names = _strings([json_string(level) for level in (*levels, "delete")])
-    choice = allocations.choice[rows]
+        texts = [leads, json_ints(tokens[at, j]), ', "utility": ', utilities, ', "value": ',
+                 utilities if same else json_numbers(value[at, j]), "}"]
+        if at.size == count:  # every row offers it: the constant pieces repeat
+            pieces += [repeat(text) if isinstance(text, str) else
+                       text.tolist() if isinstance(text, np.ndarray) else text for text in texts]
+        else:
+            pieces += [_laid(count, at, text) for text in texts]
+        before[at] = True
     if allocations.searched is None:
-        decided: Iterable[str] = repeat("}")
+        pieces.append(repeat("]}}"))
     else:
-        decided = _strings([', "decided_by": "bound"}', ', "decided_by": "search"}'])[
-            allocations.searched[rows].astype(np.intp)].tolist()
-    out = list(map("".join, zip(repeat('{"level": '), names[choice].tolist(), repeat(', "offered": ['), offers,
-                                repeat("]"), decided)))
+        decided = _strings(['], "decided_by": "bound"}}', '], "decided_by": "search"}}'])
+        pieces.append(decided[allocations.searched[rows].astype(np.intp)].tolist())
+    out = list(map("".join, zip(*pieces, strict=False)))  # the constant pieces repeat without end
     for at in np.flatnonzero(compiled.annotated(rows)).tolist():  # few rows, if any
         row = int(rows[at])
         repairs, derived = compiled.repairs(row), compiled.derived(row)
+        extra = ""
         if repairs:
-            out[at] += f', "repairs": {json_text([r.to_dict() for r in repairs])}'
+            extra += f', "repairs": {json_text([r.to_dict() for r in repairs])}'
         if derived is not None:
-            out[at] += f', "derived_utility": {json_text(derived.to_dict())}'
+            extra += f', "derived_utility": {json_text(derived.to_dict())}'
+        out[at] = out[at][:-1] + extra + "}"
     return out
 
 
-_LESS_SEPARATOR = itemgetter(slice(2, None))
-
-
-def selected_lines(allocations: Allocations) -> list[str] | None:
+def selected_lines(allocations: Allocations, columns: Columns | None = None) -> list[str] | None:
     """The result's ``selected`` list as JSON lines (``Chosen.to_json`` of each, byte for byte),
-    without the Chosen objects; None where a utility is not finite (the objects' path raises)."""
+    without the Chosen objects; None where a utility is not finite (the objects' path raises).
+    ``columns``: those of the records compiled from, whose ids as JSON they keep."""
     compiled, choice = allocations.compiled, allocations.choice
     inst, levels = compiled.instance, compiled.levels
     rows = np.flatnonzero(choice >= 0)
@@ -120,70 +189,72 @@ def selected_lines(allocations: Allocations) -> list[str] | None:
     utility = inst.utility[rows, at]
     if not np.isfinite(utility).all():
         return None
-    records = [compiled.source[i] for i in compiled.rows[rows].tolist()]
-    chosen = [levels[j] for j in at.tolist()]
+    source = compiled.rows[rows]
+    mine = columns is not None and compiled.source is columns.records
+    ids = _ids(columns)[source].tolist() if mine else json_strings([compiled.source[i].id for i in source.tolist()])
+    if mine and _without_text(columns):
+        texts: Iterable[str] = repeat("null")
+    else:
+        records = list(map(compiled.source.__getitem__, source.tolist()))
+        texts = json_strings(list(map(level_text, records, [levels[j] for j in at.tolist()])))
+    names = _strings([f', "level": {json_string(level)}, "tokens": ' for level in levels])[at].tolist()
     return list(map("".join, zip(
-        repeat('{"id": '), (json_string(record.id) for record in records), repeat(', "level": '),
-        map(json_string, chosen), repeat(', "tokens": '), map(int.__repr__, inst.tokens[rows, at].tolist()),
-        repeat(', "utility": '), json_numbers(utility), repeat(', "text": '),
-        (json_string(level_text(record, level)) for record, level in zip(records, chosen, strict=True)),
-        repeat("}"))))
+        repeat('{"id": '), ids, names, json_ints(inst.tokens[rows, at]), repeat(', "utility": '),
+        json_numbers(utility), repeat(', "text": '), texts, repeat("}"))))
 
 
-def excluded_lines(judgement: Judgement, shown: Sequence[tuple[int, Any, int | None]]) -> list[str]:
+def _interleaved(lines: list[str], positions: np.ndarray, invalid: Sequence[tuple[int, str]]) -> list[str]:
+    """``lines`` (of the records at ``positions``, ascending) with the ``invalid`` records' (position,
+    line) laid in by position."""
+    if not invalid:
+        return lines
+    return [line for _, line in sorted([*zip(positions.tolist(), lines, strict=True), *invalid], key=itemgetter(0))]
+
+
+def excluded_lines(judgement: Judgement, rows: np.ndarray, invalid: Sequence[tuple[int, Any]]) -> list[str]:
     """The result's ``excluded`` list as JSON lines (``Excluded.to_json`` of each, byte for byte)
-    without the Excluded objects: ``shown`` holds (position, record, column row) of the excluded
-    records in input order, row None for an invalid one (named by the rule `invalid`)."""
-    rules = ['"invalid"'] * len(shown)
-    reasons = [json_string(item.error.message) if row is None else "" for _, item, row in shown]
-    valid = np.array([i for i, (_, _, row) in enumerate(shown) if row is not None], dtype=np.int64)
-    rows = np.array([shown[i][2] for i in valid.tolist()], dtype=np.int64)
+    without the Excluded objects: ``rows`` are the excluded column rows (ascending), ``invalid``
+    the (position, record) of the invalid records (named by the rule `invalid`)."""
+    columns = judgement.columns
     deciding = judgement.deciding[rows]
+    rules, reasons = np.empty(len(rows), dtype=object), np.empty(len(rows), dtype=object)
     for index in np.unique(deciding).tolist():  # rule by rule: each words its rows' reasons at once
         mask, at = judgement.masks[index], np.flatnonzero(deciding == index)
-        rule = json_string(mask.rule)
-        for i, reason in zip(valid[at].tolist(), mask.reasons_of(rows[at]), strict=True):
-            rules[i], reasons[i] = rule, json_string(reason)
-    ids = (json_string(item.id) for _, item, _ in shown)
-    return list(map("".join, zip(repeat('{"id": '), ids, repeat(', "rule": '), rules, repeat(', "reason": '), reasons,
-                                repeat("}"))))
+        rules[at] = f', "rule": {json_string(mask.rule)}, "reason": '
+        reasons[at] = json_strings(mask.reasons_of(rows[at]))
+    lines = list(map("".join, zip(repeat('{"id": '), _ids(columns)[rows].tolist(), rules.tolist(), reasons.tolist(),
+                                  repeat("}"))))
+    return _interleaved(lines, columns.index[rows], [
+        (position, f'{{"id": {json_string(item.id)}, "rule": "invalid", "reason": {json_string(item.error.message)}}}')
+        for position, item in invalid])
 
 
 def trace_lines(
     judgement: Judgement,
     allocations: Allocations,
-    shown: Sequence[tuple[int, Any, int | None]],
+    rows: np.ndarray,
     instance_row: np.ndarray,
+    invalid: Sequence[tuple[int, Any]],
     invalid_line: Callable[[int, Any], str],
 ) -> list[str] | None:
-    """The JSON of each trace entry: ``shown`` holds (position, record, column row) in trace
-    order, row None for an invalid record (``invalid_line(position, record)`` writes it);
-    None where the entry objects must write it (see :func:`allocation_texts`)."""
-    valid = [i for i, (_, _, row) in enumerate(shown) if row is not None]
-    rows = np.array([shown[i][2] for i in valid], dtype=np.int64)
-    lines = [invalid_line(position, item) if row is None else "" for position, item, row in shown]
-    if not valid:
-        return lines
+    """The JSON of each trace entry: ``rows`` are the column rows shown (ascending), ``invalid``
+    the (position, record) of the invalid records, whose lines ``invalid_line(position, record)``
+    writes; None where the entry objects must write it (see :func:`allocation_tails`)."""
     eligible = judgement.eligible[rows]
     at = instance_row[rows[eligible]]
-    written = allocation_texts(allocations, at) if at.size else []
-    if written is None:
+    tails = allocation_tails(allocations, at) if at.size else []
+    if tails is None:
         return None
     # each line in pieces, one column of texts per piece, joined row by row
-    outcome = np.full(len(rows), '"excluded"', dtype=object)
-    outcome[eligible] = _strings(['"dropped"', '"selected"'])[(allocations.choice[at] >= 0).astype(np.intp)]
-    tail = np.full(len(rows), "}", dtype=object)
-    tail[eligible] = list(map("".join, zip(repeat(', "allocation": '), written, repeat("}"))))
-    pieces: list[Iterable[str]] = [
-        repeat('{"id": '), (json_string(shown[i][1].id) for i in valid), repeat(', "position": '),
-        (int.__repr__(shown[i][0]) for i in valid), repeat(', "outcome": '), outcome.tolist(), repeat(', "rules": [')]
+    outcome = np.zeros(len(rows), dtype=np.intp)
+    outcome[eligible] = 1 + (allocations.choice[at] >= 0)
+    opening = _strings(['"excluded", "rules": [', '"dropped", "rules": [', '"selected", "rules": ['])[outcome]
+    ends = np.full(len(rows), "]}", dtype=object)
+    ends[eligible] = tails
+    pieces: list[Iterable[str]] = [_entry_heads(judgement.columns)[rows].tolist(), opening.tolist()]
     for index, mask in enumerate(judgement.masks):
-        pieces += [repeat(", ")] if index else []
-        pieces.append(rule_texts(mask, rows))
-    pieces += [repeat("]"), tail.tolist()]
-    written_lines = map("".join, zip(*pieces, strict=False))  # the constant pieces repeat without end
-    if len(valid) == len(lines):
-        return list(written_lines)
-    for i, line in zip(valid, written_lines, strict=True):
-        lines[i] = line
-    return lines
+        pieces += rule_pieces(mask, rows, ", " if index else "")
+    pieces.append(ends.tolist())
+    lines = list(map("".join, zip(*pieces, strict=False)))  # the constant pieces repeat without end
+    return _interleaved(lines, judgement.columns.index[rows],
+                        [(position, invalid_line(position, item)) for position, item in invalid])
