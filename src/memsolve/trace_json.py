@@ -26,7 +26,7 @@ import orjson
 from .columns import Columns
 from .policies.verdicts import Judgement, RuleMask, Verdict
 from .result import json_string, json_text
-from .solver.compile import Allocations, level_text
+from .solver.compile import Allocations, Compiled, level_text
 
 
 def _strings(values: Sequence[str]) -> np.ndarray:
@@ -125,23 +125,13 @@ def _laid(count: int, at: np.ndarray, values: Sequence[str] | np.ndarray) -> lis
     return out.tolist()
 
 
-def allocation_tails(allocations: Allocations, rows: np.ndarray) -> list[str] | None:
-    """The end of each trace entry of an eligible record, from the rules' closing bracket on:
-    its ``allocation`` member (then ``repairs`` and ``derived_utility`` where a row has them) and
-    the entry's closing brace, for each instance row in ``rows``; None where a value is not
-    finite (the encoder refuses it: the entry objects' path raises as it does)."""
-    compiled = allocations.compiled
-    inst, levels = compiled.instance, compiled.levels
-    tokens, utility, offered = inst.tokens[rows], inst.utility[rows], inst.mask[rows]
-    value = utility - inst.price * tokens
-    if not (np.isfinite(utility[offered]).all() and np.isfinite(value[offered]).all()):
-        return None
+def _offer_texts(levels: Sequence[str], tokens: np.ndarray, utility: np.ndarray, value: np.ndarray,
+                 offered: np.ndarray) -> list[str]:
+    """Each row's offered levels as JSON, less the list's brackets (rows of the instance's arrays)."""
     # at a price of 0 each value is its utility, bit for bit (-0.0 too): written once
     same = np.array_equal(value.view(np.int64), utility.view(np.int64))
-    count = len(rows)
-    heads = _strings([f'], "allocation": {{"level": {json_string(level)}, "offered": ['
-                      for level in (*levels, "delete")])
-    pieces: list[Iterable[str]] = [heads[allocations.choice[rows]].tolist()]
+    count = len(tokens)
+    pieces: list[Iterable[str]] = [repeat("", count)]
     # each level's offer, in pieces: each a column ("" where a row does not offer the level), led
     # by the separator where the row offers a level before it
     before = np.zeros(count, dtype=bool)
@@ -150,22 +140,77 @@ def allocation_tails(allocations: Allocations, rows: np.ndarray) -> list[str] | 
         if not at.size:
             continue
         head = f'{{"level": {json_string(level)}, "tokens": '
-        leads = _strings([head, ", " + head])[before[at].astype(np.intp)]
+        leads = _strings([head, ", " + head])[before[at].astype(np.intp)].tolist()
         utilities = json_numbers(utility[at, j])
         texts = [leads, json_ints(tokens[at, j]), ', "utility": ', utilities, ', "value": ',
                  utilities if same else json_numbers(value[at, j]), "}"]
         if at.size == count:  # every row offers it: the constant pieces repeat
-            pieces += [repeat(text) if isinstance(text, str) else
-                       text.tolist() if isinstance(text, np.ndarray) else text for text in texts]
+            pieces += [repeat(text) if isinstance(text, str) else text for text in texts]
         else:
             pieces += [_laid(count, at, text) for text in texts]
         before[at] = True
-    if allocations.searched is None:
-        pieces.append(repeat("]}}"))
+    return list(map("".join, zip(*pieces, strict=False)))  # the constant pieces repeat without end
+
+
+def _offers(compiled: Compiled, rows: np.ndarray, tokens: np.ndarray, utility: np.ndarray, value: np.ndarray,
+            offered: np.ndarray, columns: Columns | None) -> list[str]:
+    """:func:`_offer_texts` of the instance rows ``rows``, kept by the columns for the next turn
+    with the numbers each was written from: a row whose offers (levels, tokens, utilities and
+    values, bit for bit) are those of its last writing reads its text again; the others are
+    written and kept."""
+    if columns is None or compiled.source is not columns.records:
+        return _offer_texts(compiled.levels, tokens, utility, value, offered)
+    # what a row's text is written from: its numbers where it offers a level, 0 elsewhere
+    facts = (offered, np.where(offered, tokens, 0), np.where(offered, utility.view(np.int64), 0),
+             np.where(offered, value.view(np.int64), 0))
+    kept = columns.memo(("json", "offers", compiled.levels), lambda: [None])
+    state = kept[0]  # read once: a turn on another thread replaces it whole, never in part
+    at = compiled.rows[rows]  # the rows' rows in the columns
+    if state is None:  # the first writing: every row's
+        out = _strings(_offer_texts(compiled.levels, tokens, utility, value, offered))
+        n, k = len(columns), len(compiled.levels)
+        state = (np.zeros(n, dtype=bool), np.zeros((n, k), dtype=bool), *(np.zeros((n, k), dtype=np.int64)
+                 for _ in range(3)), np.full(n, "", dtype=object))
+        stale = np.arange(len(rows))
     else:
-        decided = _strings(['], "decided_by": "bound"}}', '], "decided_by": "search"}}'])
-        pieces.append(decided[allocations.searched[rows].astype(np.intp)].tolist())
-    out = list(map("".join, zip(*pieces, strict=False)))  # the constant pieces repeat without end
+        same = state[0][at]
+        for fact, was in zip(facts, state[1:-1], strict=True):
+            same &= (was[at] == fact).all(axis=1)
+        out, stale = state[-1][at], np.flatnonzero(~same)
+        if stale.size:
+            out[stale] = _offer_texts(compiled.levels, tokens[stale], utility[stale], value[stale], offered[stale])
+            state = tuple(array.copy() for array in state)
+    if stale.size:
+        state[0][at[stale]] = True
+        for fact, was in zip(facts, state[1:-1], strict=True):
+            was[at[stale]] = fact[stale]
+        state[-1][at[stale]] = out[stale]
+        kept[0] = state
+    return out.tolist()
+
+
+def allocation_tails(allocations: Allocations, rows: np.ndarray, columns: Columns | None = None) -> list[str] | None:
+    """The end of each trace entry of an eligible record, from the rules' closing bracket on:
+    its ``allocation`` member (then ``repairs`` and ``derived_utility`` where a row has them) and
+    the entry's closing brace, for each instance row in ``rows``; None where a value is not
+    finite (the encoder refuses it: the entry objects' path raises as it does). ``columns``:
+    those of the records compiled from, which keep each row's offers as JSON (:func:`_offers`)."""
+    compiled = allocations.compiled
+    inst, levels = compiled.instance, compiled.levels
+    tokens, utility, offered = inst.tokens[rows], inst.utility[rows], inst.mask[rows]
+    value = utility - inst.price * tokens
+    if not (np.isfinite(utility[offered]).all() and np.isfinite(value[offered]).all()):
+        return None
+    heads = _strings([f'], "allocation": {{"level": {json_string(level)}, "offered": ['
+                      for level in (*levels, "delete")])
+    if allocations.searched is None:
+        decided: Iterable[str] = repeat("]}}")
+    else:
+        decided = _strings(['], "decided_by": "bound"}}', '], "decided_by": "search"}}'])[
+            allocations.searched[rows].astype(np.intp)].tolist()
+    out = list(map("".join, zip(heads[allocations.choice[rows]].tolist(),
+                                _offers(compiled, rows, tokens, utility, value, offered, columns), decided,
+                                strict=False)))  # decided may repeat without end
     for at in np.flatnonzero(compiled.annotated(rows)).tolist():  # few rows, if any
         row = int(rows[at])
         repairs, derived = compiled.repairs(row), compiled.derived(row)
@@ -242,7 +287,7 @@ def trace_lines(
     writes; None where the entry objects must write it (see :func:`allocation_tails`)."""
     eligible = judgement.eligible[rows]
     at = instance_row[rows[eligible]]
-    tails = allocation_tails(allocations, at) if at.size else []
+    tails = allocation_tails(allocations, at, judgement.columns) if at.size else []
     if tails is None:
         return None
     # each line in pieces, one column of texts per piece, joined row by row
