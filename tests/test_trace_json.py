@@ -198,3 +198,47 @@ def test_texts_of_chosen_levels_are_written_whether_or_not_the_records_have_any(
         assert result.selected.json_lines() == [json_text(chosen.to_dict()) for chosen in result.selected]
         assert result.trace.json_lines() == [json_text(entry.to_dict()) for entry in result.trace]
     assert '"text": "lvl"' in result.to_json() and '"text": "own"' in result.to_json()
+
+
+@st.composite
+def valid_records(draw: st.DrawFn) -> list[dict]:
+    """Records admission keeps at every moment below (unique ids, past timestamps, known levels,
+    utilities given or derivable): a run over them keeps the record set's columns, and what the
+    writer kept in them."""
+    items = []
+    for i in range(draw(st.integers(1, 12))):
+        reps = {}
+        for level in draw(st.lists(st.sampled_from(LEVELS), min_size=1, max_size=3, unique=True)):
+            reps[level] = {"tokens": draw(st.integers(0, 6))}
+            if draw(st.integers(0, 3)):
+                reps[level]["utility"] = draw(st.sampled_from([0, 0.5, 1, 2, 3.25, 1e-05]))
+            if draw(st.booleans()):
+                reps[level]["text"] = draw(st.sampled_from(["deploy", "budget cache", "é\n"]))
+        items.append({"id": f"r{i}", "timestamp": draw(st.sampled_from((8, 10, 11, 13, 17))),
+                      "key": draw(st.sampled_from(("k1", "k2"))), "text": "deploy failed", "representations": reps})
+    return items
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(valid_records(), st.data())
+def test_turns_over_one_record_set_write_what_each_turn_decided(items, data) -> None:
+    # the columns keep what the writer wrote (ids, entry heads, each row's offers with the numbers
+    # they were written from) for the next turn: turns that change prices, ceilings, queries and
+    # the moment over the same records write each turn's own entries, never a kept text of another
+    policy = memsolve.policy_from_text(
+        "apiVersion: memsolve/v1\nkind: MemoryPolicy\nmetadata: {name: t}\n"
+        f"budget: {{tokens: {data.draw(st.integers(0, 12))}}}\nfidelity: [raw, summary, keywords]\n"
+        "utility: {from: relevance, temperature: 0.5, retention: {summary: 0.5}}\n"
+        "rules:\n  - max_age: 9\n  - latest_key: {}\n  - relevance: {recency_weight: 0.25, half_life: 5}\n", "t.yaml")
+    records = memsolve.load_records(items)
+    for _ in range(data.draw(st.integers(2, 5))):
+        lam = data.draw(st.sampled_from([0.0, 0.5, 3.0]))
+        ceilings = {f"r{i}": Ceiling(data.draw(st.sampled_from(LEVELS + (DELETE,))), 3)
+                    for i in data.draw(st.lists(st.integers(0, 11), max_size=4, unique=True))}
+        context = memsolve.Context(now=data.draw(st.sampled_from([17, 20])),
+                                   query=data.draw(st.sampled_from(["deploy", "budget cache", "failed"])))
+        result = memsolve.pipeline.run(policy, records, context, ceilings=ceilings or None, trace="full",
+                                       round_price=RoundPrice(2, 1.0, lam) if lam else None).result
+        assert result.trace.json_lines() == [json_text(entry.to_dict()) for entry in result.trace]
+        assert result.selected.json_lines() == [json_text(chosen.to_dict()) for chosen in result.selected]
+        assert result.excluded.json_lines() == [json_text(record.to_dict()) for record in result.excluded]

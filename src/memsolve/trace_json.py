@@ -94,7 +94,8 @@ def _without_text(columns: Columns) -> bool:
     the next turn."""
     def build() -> bool:
         records = columns.records
-        return set(map(_TEXT, chain(records, chain.from_iterable(map(_LEVELS, records))))) <= {None}
+        texts = list(map(_TEXT, chain(records, chain.from_iterable(map(_LEVELS, records)))))
+        return texts.count(None) == len(texts)
 
     return columns.memo(("json", "without-text"), build)
 
