@@ -104,19 +104,22 @@ _ID, _TEXT, _LEVELS = attrgetter("id"), attrgetter("text"), attrgetter("levels")
 
 
 def rule_pieces(mask: RuleMask, rows: np.ndarray, lead: str = "") -> list[Iterable[str]]:
-    """Each row's verdict under ``mask`` as JSON, led by ``lead``: the pieces of a line it takes
-    (the lead is laid into the texts of rules whose rows share verdicts, a piece of its own
-    before the others)."""
-    written = None if mask.written is None else mask.written(rows)
-    if written is not None:
-        return [repeat(lead), written] if lead else [written]
+    """Each row's verdict under ``mask`` as JSON, led by ``lead``: the pieces of a line it takes.
+    Rows that share a verdict (:meth:`RuleMask.codes`) are worded once for each group, by the
+    rule's own writer where it has one, and laid by indexing, the lead inside; the rows of a
+    rule without groups (or with hardly any) by its writer, the lead a piece of its own."""
     codes = mask.codes()
-    if codes is None:
-        return [[lead + verdict_json(mask.verdict(row)) for row in rows.tolist()]]
-    # once per group of rows that share a verdict (RuleMask.once_per_verdict), laid by indexing
-    _, first, inverse = np.unique(codes[rows], return_index=True, return_inverse=True)
-    texts = [lead + verdict_json(mask.verdict(row)) for row in rows[first].tolist()]
-    return [_strings(texts)[inverse.ravel()].tolist()]
+    if codes is not None and rows.size:
+        _, first, inverse = np.unique(codes[rows], return_index=True, return_inverse=True)
+        if mask.written is None or 2 * first.size <= rows.size:
+            texts = None if mask.written is None else mask.written(rows[first])
+            if texts is None:
+                texts = [verdict_json(mask.verdict(row)) for row in rows[first].tolist()]
+            return [_strings([lead + text for text in texts])[inverse.ravel()].tolist()]
+    written = None if mask.written is None else mask.written(rows)
+    if written is None:
+        written = [verdict_json(mask.verdict(row)) for row in rows.tolist()]
+    return [repeat(lead), written] if lead else [written]
 
 
 def _laid(count: int, at: np.ndarray, values: Sequence[str] | np.ndarray) -> list[str]:
