@@ -74,19 +74,29 @@ def json_strings(values: Sequence[str | None]) -> list[str]:
     return list(map(encode_basestring, values))  # the encoder's own, without a Python call per value
 
 
-def _ids(columns: Columns) -> np.ndarray:
-    """Each row's record id as JSON (an object array), kept for the next turn."""
-    return columns.memo(("json", "ids"), lambda: _strings(json_strings(list(map(_ID, columns.records)))))
+def _ids(columns: Columns, rows: np.ndarray) -> list[str]:
+    """The record ids of these rows as JSON. Where the rows are many (a quarter of the columns'
+    or more), every row's is written and kept for the next turn; a few rows' (a trace of the
+    excluded records only, of a large set) are written on their own."""
+    if 4 * len(rows) < len(columns):
+        return json_strings([columns.records[row].id for row in rows.tolist()])
+    kept = columns.memo(("json", "ids"), lambda: _strings(json_strings(list(map(_ID, columns.records)))))
+    return kept[rows].tolist()
 
 
-def _entry_heads(columns: Columns) -> np.ndarray:
-    """Each row's trace entry up to its outcome (``{"id": …, "position": …, "outcome": ``), kept
-    for the next turn: ids and positions change only with the records."""
-    def build() -> np.ndarray:
-        return _strings(list(map("".join, zip(repeat('{"id": '), _ids(columns).tolist(), repeat(', "position": '),
-                                              json_ints(columns.index), repeat(', "outcome": ')))))
+def _entry_heads(columns: Columns, rows: np.ndarray) -> list[str]:
+    """The trace entries of these rows up to their outcome (``{"id": …, "position": …,
+    "outcome": ``); kept for the next turn where the rows are many (as :func:`_ids`): ids and
+    positions change only with the records."""
+    def heads(ids: list[str], positions: np.ndarray) -> list[str]:
+        return list(map("".join, zip(repeat('{"id": '), ids, repeat(', "position": '), json_ints(positions),
+                                     repeat(', "outcome": '), strict=False)))
 
-    return columns.memo(("json", "entry-heads"), build)
+    if 4 * len(rows) < len(columns):
+        return heads(_ids(columns, rows), columns.index[rows])
+    every = np.arange(len(columns))
+    kept = columns.memo(("json", "entry-heads"), lambda: _strings(heads(_ids(columns, every), columns.index)))
+    return kept[rows].tolist()
 
 
 def _without_text(columns: Columns) -> bool:
@@ -240,7 +250,7 @@ def selected_lines(allocations: Allocations, columns: Columns | None = None) -> 
         return None
     source = compiled.rows[rows]
     mine = columns is not None and compiled.source is columns.records
-    ids = _ids(columns)[source].tolist() if mine else json_strings([compiled.source[i].id for i in source.tolist()])
+    ids = _ids(columns, source) if mine else json_strings([compiled.source[i].id for i in source.tolist()])
     if mine and _without_text(columns):
         texts: Iterable[str] = repeat("null")
     else:
@@ -271,7 +281,7 @@ def excluded_lines(judgement: Judgement, rows: np.ndarray, invalid: Sequence[tup
         mask, at = judgement.masks[index], np.flatnonzero(deciding == index)
         rules[at] = f', "rule": {json_string(mask.rule)}, "reason": '
         reasons[at] = json_strings(mask.reasons_of(rows[at]))
-    lines = list(map("".join, zip(repeat('{"id": '), _ids(columns)[rows].tolist(), rules.tolist(), reasons.tolist(),
+    lines = list(map("".join, zip(repeat('{"id": '), _ids(columns, rows), rules.tolist(), reasons.tolist(),
                                   repeat("}"))))
     return _interleaved(lines, columns.index[rows], [
         (position, f'{{"id": {json_string(item.id)}, "rule": "invalid", "reason": {json_string(item.error.message)}}}')
@@ -300,7 +310,7 @@ def trace_lines(
     opening = _strings(['"excluded", "rules": [', '"dropped", "rules": [', '"selected", "rules": ['])[outcome]
     ends = np.full(len(rows), "]}", dtype=object)
     ends[eligible] = tails
-    pieces: list[Iterable[str]] = [_entry_heads(judgement.columns)[rows].tolist(), opening.tolist()]
+    pieces: list[Iterable[str]] = [_entry_heads(judgement.columns, rows), opening.tolist()]
     for index, mask in enumerate(judgement.masks):
         pieces += rule_pieces(mask, rows, ", " if index else "")
     pieces.append(ends.tolist())
