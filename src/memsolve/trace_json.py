@@ -2,15 +2,15 @@
 
 Byte for byte ``json_text(x.to_dict())`` for each trace entry, chosen and excluded record (tests
 hold them together), without building those objects: each rule's verdict JSON is written once per
-group of rows that share a verdict (:meth:`RuleMask.codes`), or once per case with each row's own
-texts laid in (:attr:`RuleMask.written`), and laid over the rows by indexing; the allocations'
-offers are written from the instance's arrays, their numbers by :func:`json_numbers` and
-:func:`json_ints`. Each piece of a line is a column of texts (or one text for every row); the
-rows are joined by ``map("".join, zip(...))``, a loop in C, once per line: a piece is never
-joined into a text of its own first. What depends on the records alone (each row's id and
-position as JSON) is kept by the columns for the next turn (:meth:`Columns.memo`). A full trace
-of 10,000 records is mostly this.
-"""
+group of rows that share a verdict (:meth:`RuleMask.codes`; by the rule's own writer where it has
+one), or once per case with each row's own texts laid in (:attr:`RuleMask.written`), and laid over
+the rows by indexing; the allocations' offers are written from the instance's arrays, their
+numbers by :func:`json_numbers` and :func:`json_ints`. Each piece of a line is a column of texts
+(or one text for every row), and a line is its pieces joined by ``map("".join, zip(...))``,
+a loop in C. The columns keep for the next turn what the records alone decide (each row's id and
+position as JSON) and each row's offers with the numbers they were written from
+(:meth:`Columns.memo`): a turn over the same records writes only what changed. A full trace of
+10,000 records is mostly this."""
 
 from __future__ import annotations
 
@@ -116,8 +116,9 @@ _ID, _TEXT, _LEVELS = attrgetter("id"), attrgetter("text"), attrgetter("levels")
 def rule_pieces(mask: RuleMask, rows: np.ndarray, lead: str = "") -> list[Iterable[str]]:
     """Each row's verdict under ``mask`` as JSON, led by ``lead``: the pieces of a line it takes.
     Rows that share a verdict (:meth:`RuleMask.codes`) are worded once for each group, by the
-    rule's own writer where it has one, and laid by indexing, the lead inside; the rows of a
-    rule without groups (or with hardly any) by its writer, the lead a piece of its own."""
+    rule's own writer where it has one, and laid by indexing, the lead inside; a rule without
+    groups, or whose groups are more than half its rows, is written row by row by its writer,
+    the lead a piece of its own."""
     codes = mask.codes()
     if codes is not None and rows.size:
         _, first, inverse = np.unique(codes[rows], return_index=True, return_inverse=True)
@@ -145,7 +146,7 @@ def _offer_texts(levels: Sequence[str], tokens: np.ndarray, utility: np.ndarray,
     # at a price of 0 each value is its utility, bit for bit (-0.0 too): written once
     same = np.array_equal(value.view(np.int64), utility.view(np.int64))
     count = len(tokens)
-    pieces: list[Iterable[str]] = [repeat("", count)]
+    pieces: list[Iterable[str]] = [repeat("", count)]  # one finite piece: a row may offer no level
     # each level's offer, in pieces: each a column ("" where a row does not offer the level), led
     # by the separator where the row offers a level before it
     before = np.zeros(count, dtype=bool)
