@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from .columns import Columns
+from .columns import Columns, distinct
 from .policies.verdicts import Judgement, RuleMask, Verdict
 from .result import json_string, json_text
 from .solver.compile import Allocations, Compiled, level_text
@@ -278,7 +278,7 @@ def excluded_lines(judgement: Judgement, rows: np.ndarray, invalid: Sequence[tup
     columns = judgement.columns
     deciding = judgement.deciding[rows]
     rules, reasons = np.empty(len(rows), dtype=object), np.empty(len(rows), dtype=object)
-    for index in np.unique(deciding).tolist():  # rule by rule: each words its rows' reasons at once
+    for index in distinct(deciding).tolist():  # rule by rule: each words its rows' reasons at once
         mask, at = judgement.masks[index], np.flatnonzero(deciding == index)
         rules[at] = f', "rule": {json_string(mask.rule)}, "reason": '
         reasons[at] = json_strings(mask.reasons_of(rows[at]))
