@@ -460,7 +460,9 @@ def _latest_key(rule: LatestKeyRule, cols: Columns) -> RuleMask:
                     f'"evidence": {{"key": "{_KEY}", "latest": "{_ID}", "tie": {"true" if tied else "false"}}}}}')
 
         keyless = f'{head}true, "reason": "{worded(None, "", True, False)}", "evidence": {{"key": null}}}}'
-        return by_case(rows, _escaped(cols.key.values), lambda: _escaped([record.id for record in cols.records]),
+        # the escaped keys and ids depend on the records alone: kept for the next turn
+        return by_case(rows, cols.memo(("escaped keys",), lambda: _escaped(cols.key.values)),
+                       lambda: cols.memo(("escaped ids",), lambda: _escaped([record.id for record in cols.records])),
                        verdict, keyless)
 
     def reasons(rows: np.ndarray) -> list[str]:  # as ``written``, the reason alone and not escaped
