@@ -11,6 +11,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memsolve.errors import InputError
 from memsolve.output import write_atomic, write_text
@@ -164,3 +166,29 @@ def test_a_folder_nobody_can_write_real(tmp_path: Path) -> None:
     # sysfs takes no new files, not even from root: a real failure wherever the tests run
     with pytest.raises(InputError, match=r"^/sys/memsolve-out\.json: cannot write: "):
         write_text("/sys/memsolve-out.json", "x")
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from(["a", "\n", "é", "😀", "\r", "{"]), max_size=7), max_size=12),
+       st.integers(min_value=1, max_value=9))
+@settings(max_examples=60, deadline=None)
+def test_pieces_are_written_as_their_joined_text_in_any_runs(tmp_path_factory, pieces: list[str], chunk: int) -> None:
+    """write_text of pieces: the UTF-8 bytes of the pieces joined, newlines as written (no
+    translation), whatever size the runs they are joined into before each write."""
+    from memsolve import output
+
+    target = tmp_path_factory.mktemp("w") / "out.json"
+    before = output._CHUNK
+    output._CHUNK = chunk
+    try:
+        write_text(target, pieces)
+    finally:
+        output._CHUNK = before
+    assert target.read_bytes() == "".join(pieces).encode("utf-8")
+
+
+def test_a_piece_that_cannot_be_encoded_leaves_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "out.json"
+    target.write_text("old")
+    with pytest.raises(UnicodeEncodeError):
+        write_text(target, ["{", "\ud800", "}"], force=True)
+    assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["out.json"]
