@@ -467,3 +467,11 @@ def test_the_byte_scan_is_compiled() -> None:
     from memsolve import _scan  # noqa: F401  (ImportError: it did not build, see pip's output)
 
     assert source.quote_scan is not source._quote_scan_numpy or os.environ.get("MEMSOLVE_KERNEL") == "numpy"
+
+
+@given(st.lists(st.sampled_from(["{}", "", " ", "\t", "\u2028", "\u00a0", "x", " {} ", "\r"]), max_size=8))
+def test_jsonl_lines_are_the_numbered_lines_that_are_not_blank(pieces: list[str]) -> None:
+    text = "\n".join(pieces)
+    expected = [(number, line) for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
+    assert source.jsonl_lines(text) == expected
+    assert source.jsonl_lines(text + "\n") == expected
