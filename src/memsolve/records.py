@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
+from itertools import compress, repeat
+from operator import attrgetter, eq
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +102,7 @@ class InvalidRecord:
 
 
 AnyRecord = Record | InvalidRecord
+_TENANT = attrgetter("tenant")
 
 
 @dataclass(frozen=True)
@@ -167,11 +170,12 @@ class RecordSet:
     def without(self, keep: Sequence[bool], sha256: str) -> RecordSet:
         """The records whose ``keep`` is true (one flag per record), the built columns and each
         tenant's view carried."""
-        out = replace(self, records=tuple(r for r, kept in zip(self.records, keep, strict=True) if kept),
-                      sha256=sha256)
+        if len(keep) != len(self.records):
+            raise ValueError(f"{len(keep)} flags for {len(self.records)} records")
+        out = replace(self, records=tuple(compress(self.records, keep)), sha256=sha256)
         if "columns" in self.__dict__:
             out.__dict__["columns"] = _kept_columns(self.columns, keep)
-        gone = {id(r) for r, kept in zip(self.records, keep, strict=True) if not kept}
+        gone = {id(r) for r, kept in zip(self.records, keep, strict=True) if not kept} if self._views else set()
         for tenant, view in self._views.items():
             mine = [id(r) not in gone for r in view.records]
             kept = view.without(mine, sha256)
@@ -188,7 +192,7 @@ class RecordSet:
             return self
         seen = self._views.get(tenant)
         if seen is None:
-            keep = [r.tenant == tenant for r in self.records]
+            keep = list(map(eq, map(_TENANT, self.records), repeat(tenant)))  # loops in C
             seen = self.without(keep, self.sha256)
             columns = seen.__dict__.get("columns")
             seen = replace(seen, other_tenants=self.other_tenants + len(self.records) - len(seen.records))
@@ -215,8 +219,11 @@ class RecordSet:
     @cached_property
     def columns(self) -> Columns:
         """The valid records as columns (built on first use, then kept with this set)."""
-        index = [i for i, r in enumerate(self.records) if isinstance(r, Record)]
-        return Columns.of([self.records[i] for i in index], index)  # type: ignore[misc]
+        records = self.records
+        valid = list(map(isinstance, records, repeat(Record)))  # loops in C
+        if False not in valid:
+            return Columns.of(records, range(len(records)))  # type: ignore[arg-type]
+        return Columns.of(list(compress(records, valid)), list(compress(range(len(records)), valid)))
 
     @property
     def count(self) -> int:
