@@ -63,3 +63,32 @@ def test_the_compiled_columns_are_the_python_ones(items: list[dict]) -> None:
     for name in ("tokens", "present", "unknown", "missing_utility"):
         assert np.array_equal(getattr(table, name), getattr(python_table, name)), name
     assert np.array_equal(table.utility, python_table.utility, equal_nan=True)
+
+
+def test_records_built_by_hand_lay_out_as_the_python_loop_lays_them() -> None:
+    """Values the loader never gives but a caller may build (levels as a list, a float token
+    count, a truthy authority, two levels of one name with their own texts) read the same by
+    the compiled loops as by the Python ones."""
+    from memsolve.records import Level, Record
+
+    records = (
+        Record("a", 0, 1.0, [Level("raw", 2, 1.0), Level("summary", None, 0.5, "one two")], authority=1),  # type: ignore[arg-type]
+        Record("b", 1, 2.0, (Level("raw", 2.0, 1.0),)),  # type: ignore[arg-type]
+        Record("c", 2, 3.0, (Level("raw", None, 1.0, "x y z"), Level("raw", None, 2.0, "x")), text="a b c d"),
+        Record("d", 3, 4.0, (Level("summary", None, None),), text="w w"),
+    )
+    words = lambda: lambda text: len(text.split())  # noqa: E731
+    built = Columns.of(records, range(4))
+    table = built.levels(("raw", "summary"), "words", words)
+    saved = columns._SCANS
+    columns._SCANS = None
+    try:
+        python = Columns.of(records, range(4))
+        python_table = python.levels(("raw", "summary"), "words", words)
+    finally:
+        columns._SCANS = saved
+    assert built.authority.tolist() == python.authority.tolist() == [True, False, False, False]
+    for name in ("tokens", "present", "unknown", "missing_utility"):
+        assert np.array_equal(getattr(table, name), getattr(python_table, name)), name
+    assert np.array_equal(table.utility, python_table.utility, equal_nan=True)
+    assert table.tokens.tolist() == [[2, 2], [2, 0], [1, 0], [0, 2]]  # the later level of a name wins its cell

@@ -76,6 +76,7 @@ def test_metadata_is_complete_and_the_version_has_one_source(dists: dict[str, Pa
     assert meta["Summary"] and meta["Description-Content-Type"] == "text/markdown"
     assert "memsolve/schemas/policy-test.schema.json" in names and "memsolve/py.typed" not in names
     assert any(n.startswith("memsolve/solver/_kernel") and n.endswith((".so", ".pyd")) for n in names)
+    assert any(n.startswith("memsolve/_scan") and n.endswith((".so", ".pyd")) for n in names)
     with tarfile.open(dists["sdist"]) as sdist:
         members = {m.name.split("/", 1)[1] for m in sdist.getmembers() if "/" in m.name}
     assert {"LICENSE", "setup.py", "pyproject.toml", "src/memsolve/solver/_kernel.c", "src/memsolve/_scan.c"} <= members

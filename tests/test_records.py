@@ -294,7 +294,7 @@ def test_a_record_is_a_frozen_value_with_defaults_that_pickles() -> None:
     one, other = Record(**fields), Record(**fields)
     assert one == other and hash(one) == hash(other) and one is not other
     assert one.store is None and one.covers == () and one.time_kind == "number" and one.ttl_given is False
-    assert one.levels[0].covers is None and one.levels[0].name == "raw"
+    assert one.levels[0].covers == () and one.levels[0].name == "raw"
     moved = msgspec.structs.replace(one, position=4)
     assert moved.position == 4 and moved != one and one.position == 3
     with pytest.raises(AttributeError):
@@ -302,17 +302,30 @@ def test_a_record_is_a_frozen_value_with_defaults_that_pickles() -> None:
     with pytest.raises(AttributeError):
         one.levels[0].tokens = 7  # type: ignore[misc]
     assert pickle.loads(pickle.dumps(one)) == one
+    assert msgspec.json.decode(msgspec.json.encode(one), type=Record) == one  # a level writes its name back
+
+
+def test_a_loaded_level_has_its_name_and_an_empty_covers_where_none_is_written(tmp_path: Path) -> None:
+    item = {"id": "a", "timestamp": 1, "representations": {"raw": {"tokens": 2}, "gist": {"tokens": 1, "covers": []},
+                                                           "note": {"tokens": 1, "covers": ["b"]}}}
+    lines = tmp_path / "r.jsonl"
+    lines.write_text(json.dumps(item) + "\n")
+    for source in ([item], lines):
+        levels = memsolve.load_records(source).valid[0].levels
+        assert [(level.name, level.covers) for level in levels] == [("raw", ()), ("gist", ()), ("note", ("b",))]
 
 
 def test_a_level_written_with_a_name_field_is_refused_on_both_paths(tmp_path: Path) -> None:
     """A level's name is the key it is written under: a level that writes a field of that name
     (or any unknown field) is the record's error, read from a file or from Python data."""
-    item = {"id": "a", "timestamp": 1, "representations": {"raw": {"tokens": 2, "name of the level": ""}}}
-    lines = tmp_path / "r.jsonl"
-    lines.write_text(json.dumps(item) + "\n")
-    for source in ([item], lines):
-        rs = memsolve.load_records(source)
-        assert not rs.valid and "name of the level" in str(rs.invalid[0].error)
+    fine = {"id": "b", "timestamp": 1, "tokens": 3}
+    for name in ("", "raw", "other"):
+        item = {"id": "a", "timestamp": 1, "representations": {"raw": {"tokens": 2, "name": name}}}
+        lines = tmp_path / "r.jsonl"
+        lines.write_text(json.dumps(item) + "\n" + json.dumps(fine) + "\n")
+        for source in ([item, fine], lines):
+            rs = memsolve.load_records(source)
+            assert [r.id for r in rs.valid] == ["b"] and "name" in str(rs.invalid[0].error), (name, source)
 
 
 def test_python_data_with_keys_that_do_not_sort_is_hashed_not_refused() -> None:

@@ -78,8 +78,12 @@ static int plain_record(PyObject *item) {
                 if (!PyUnicode_CheckExact(level) || !PyDict_CheckExact(spec)) return 0;
                 Py_ssize_t field_at = 0;
                 PyObject *field, *setting;
-                while (PyDict_Next(spec, &field_at, &field, &setting))
+                while (PyDict_Next(spec, &field_at, &field, &setting)) {
+                    /* a level's name is its key: the exact path refuses the field, and words a key that
+                       is no exact str */
+                    if (!PyUnicode_CheckExact(field) || named(field, "name")) return 0;
                     if (!plain_scalar(setting) && !(named(field, "covers") && plain_names(setting))) return 0;
+                }
             }
         } else {
             return 0;
@@ -156,7 +160,7 @@ fail:
     return NULL;
 }
 
-/* flags(records, name) -> bytearray of bools (0/1): each record's field `name` is True. */
+/* flags(records, name) -> bytearray of bools (0/1): each record's field `name` is true. */
 static PyObject *flags(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *records, *name;
@@ -171,8 +175,13 @@ static PyObject *flags(PyObject *self, PyObject *args) {
             Py_DECREF(out);
             return NULL;
         }
-        at[i] = value == Py_True;
+        int truth = PyObject_IsTrue(value);  /* as numpy's bool of it */
         Py_DECREF(value);
+        if (truth < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        at[i] = (char)truth;
     }
     return out;
 }
@@ -217,36 +226,31 @@ fail:
     return NULL;
 }
 
+/* the attribute names level_cells reads, interned when the module loads */
+static PyObject *levels_name, *name_name, *tokens_name, *utility_name;
+
 /* level_cells(records, column, k) -> (cells, sizes, utilities, unknown, uncounted): over every
    level of every record in order, those whose name `column` (a dict, name -> column) knows: the
    cell row * k + column (int64), the level's tokens (int64; -1 where None: to be counted from a
    text), its utility (float64; NaN where None); the rows with a level `column` does not know, and
-   the positions (among the known levels) of the levels whose tokens are None, as lists. */
+   the (position among the known levels, level) of each level whose tokens are None, as lists. A
+   token count that is no int raises TypeError (columns.py then takes its Python loop). */
 static PyObject *level_cells(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *records, *column;
     Py_ssize_t k;
     if (!PyArg_ParseTuple(args, "O!O!n", &PyTuple_Type, &records, &PyDict_Type, &column, &k)) return NULL;
-    static PyObject *levels_name, *name_name, *tokens_name, *utility_name;
-    if (levels_name == NULL) {
-        levels_name = PyUnicode_InternFromString("levels");
-        name_name = PyUnicode_InternFromString("name");
-        tokens_name = PyUnicode_InternFromString("tokens");
-        utility_name = PyUnicode_InternFromString("utility");
-        if (!levels_name || !name_name || !tokens_name || !utility_name) return NULL;
-    }
     Py_ssize_t n = PyTuple_GET_SIZE(records), m = 0;
     PyObject *levels_of = PyList_New(n);  /* each record's levels tuple, read once */
     if (levels_of == NULL) return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *levels = PyObject_GetAttr(PyTuple_GET_ITEM(records, i), levels_name);
+        PyObject *given = PyObject_GetAttr(PyTuple_GET_ITEM(records, i), levels_name);
+        if (given == NULL) goto fail_list;
+        PyObject *levels = PySequence_Fast(given, "level_cells: a record's levels must be a sequence");
+        Py_DECREF(given);
         if (levels == NULL) goto fail_list;
         PyList_SET_ITEM(levels_of, i, levels);
-        if (!PyTuple_Check(levels)) {
-            PyErr_SetString(PyExc_TypeError, "level_cells: a record's levels must be a tuple");
-            goto fail_list;
-        }
-        m += PyTuple_GET_SIZE(levels);
+        m += PySequence_Fast_GET_SIZE(levels);
     }
     PyObject *cells = scratch(m * 8), *sizes = scratch(m * 8), *values = scratch(m * 8);
     PyObject *unknown = PyList_New(0), *uncounted = PyList_New(0);
@@ -257,8 +261,8 @@ static PyObject *level_cells(PyObject *self, PyObject *args) {
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *levels = PyList_GET_ITEM(levels_of, i);
         int unknown_row = 0;
-        for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(levels); j++) {
-            PyObject *level = PyTuple_GET_ITEM(levels, j);
+        for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(levels); j++) {
+            PyObject *level = PySequence_Fast_GET_ITEM(levels, j);
             PyObject *name = PyObject_GetAttr(level, name_name);
             if (name == NULL) goto fail;
             PyObject *at = PyDict_GetItemWithError(column, name);
@@ -274,7 +278,7 @@ static PyObject *level_cells(PyObject *self, PyObject *args) {
             if (tokens == NULL) goto fail;
             if (tokens == Py_None) {
                 size[known] = -1;
-                PyObject *position = PyLong_FromSsize_t(known);
+                PyObject *position = Py_BuildValue("nO", known, level);
                 int failed = position == NULL || PyList_Append(uncounted, position) < 0;
                 Py_XDECREF(position);
                 if (failed) {
@@ -337,4 +341,11 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan", "Compiled byte scans of JSON texts.", -1, methods};
 
-PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__scan(void) {
+    levels_name = PyUnicode_InternFromString("levels");
+    name_name = PyUnicode_InternFromString("name");
+    tokens_name = PyUnicode_InternFromString("tokens");
+    utility_name = PyUnicode_InternFromString("utility");
+    if (!levels_name || !name_name || !tokens_name || !utility_name) return NULL;
+    return PyModule_Create(&module);
+}

@@ -94,7 +94,7 @@ def covered(record: Any, level: str | None = None) -> set[str]:
     ids = {record.id, *record.covers}
     for offered in record.levels:
         if offered.name == level:
-            ids.update(offered.covers or ())
+            ids.update(offered.covers)
     return ids
 
 

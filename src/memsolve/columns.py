@@ -19,6 +19,7 @@ import numpy as np
 from .compiled import scans
 
 if TYPE_CHECKING:  # records builds on this module; Record is for annotations only
+    from .level import Level
     from .records import Record
 
 T = TypeVar("T")
@@ -209,16 +210,9 @@ class Columns:
 def _level_table(records: Sequence[Record], levels: tuple[str, ...], count: Callable[[str], int]) -> LevelTable:
     column = {name: j for j, name in enumerate(levels)}
     n, k = len(records), len(levels)
-    if _SCANS is not None:
-        held = tuple(records)
-        cells_, sizes_, values_, unknown_rows, uncounted = _SCANS.level_cells(held, column, k)
-        at = np.frombuffer(cells_, dtype=np.int64)
-        sizes = np.frombuffer(sizes_, dtype=np.int64)
-        values = np.frombuffer(values_, dtype=np.float64)
-        if uncounted:  # a level without a token count: its text (or its record's) counted here
-            rows = (at[uncounted] // k).tolist()
-            sizes[uncounted] = [count(_text_of(held[row], levels[cell % k]))
-                                for row, cell in zip(rows, at[uncounted].tolist(), strict=True)]
+    laid = _compiled_cells(records, column, k, count)
+    if laid is not None:
+        at, sizes, values, unknown_rows = laid
     else:
         # one pass collecting (cell, tokens, utility) in lists, then one assignment per array: setting
         # numpy cells one by one cost three times as much
@@ -235,8 +229,7 @@ def _level_table(records: Sequence[Record], levels: tuple[str, ...], count: Call
                     continue
                 cells.append(row * k + j)
                 size = level.tokens
-                counted.append(size if size is not None else
-                               count(level.text if level.text is not None else record.text or ""))
+                counted.append(size if size is not None else _counted(count, level, record))
                 given.append(nan if level.utility is None else level.utility)
         at, sizes, values = np.array(cells, dtype=np.int64), counted, given
     tokens = np.zeros(n * k, dtype=np.int64)
@@ -250,7 +243,25 @@ def _level_table(records: Sequence[Record], levels: tuple[str, ...], count: Call
     return LevelTable(levels, tokens.reshape(n, k), utility, present.reshape(n, k), unknown, missing, count)
 
 
-def _text_of(record: Record, name: str) -> str:
-    """The text a level is counted from: its own, else its record's ("" without either)."""
-    level = next(level for level in record.levels if level.name == name)
-    return level.text if level.text is not None else record.text or ""
+def _compiled_cells(records: Sequence[Record], column: dict[str, int], k: int, count: Callable[[str], int]
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int]] | None:
+    """The level table's cells, token counts, utilities and rows with an unknown level by the
+    compiled loop (``_scan.c``); None without it, or for records built by hand with values the
+    loader never gives (a token count that is no int): the Python loop takes those."""
+    if _SCANS is None:
+        return None
+    held = tuple(records)
+    try:
+        cells, sizes, values, unknown_rows, uncounted = _SCANS.level_cells(held, column, k)
+    except TypeError:
+        return None
+    at = np.frombuffer(cells, dtype=np.int64)
+    counted = np.frombuffer(sizes, dtype=np.int64)
+    for position, level in uncounted:  # a level without a token count: its text (or its record's) counted
+        counted[position] = _counted(count, level, held[int(at[position]) // k])
+    return at, counted, np.frombuffer(values, dtype=np.float64), unknown_rows
+
+
+def _counted(count: Callable[[str], int], level: Level, record: Record) -> int:
+    """A level's token count from its text, else its record's ("" without either)."""
+    return count(level.text if level.text is not None else record.text or "")

@@ -143,6 +143,8 @@ def _plain(item: Any) -> bool:
                 if type(level) is not str or type(spec) is not dict:
                     return False
                 for field, setting in spec.items():
+                    if type(field) is not str or field == "name":  # a level's name is its key: the exact
+                        return False  # path refuses the field, and words a key that is no field name
                     if type(setting) not in scalars and not (type(field) is str and field == "covers"
                                                              and _names(setting)):
                         return False

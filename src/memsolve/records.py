@@ -746,7 +746,7 @@ def _levels(doc: Document, item: Mapping[str, Any], path: tuple[Any, ...]) -> tu
                 _check_tokens(doc, tokens, path + ("representations", name, "tokens"))
             covers = spec.get("covers")
             levels.append(Level(name, tokens, None if utility is None else float(utility), text,
-                                None if covers is None else tuple(covers)))
+                                () if covers is None else tuple(covers)))
         return tuple(levels)
     if shorthand or item.get("text") is not None:
         tokens = item.get("tokens")
