@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from itertools import compress
 from typing import Annotated, Any
 
 import msgspec
@@ -97,13 +98,18 @@ def items(values: Sequence[Any]) -> list[Decoded]:
     types, None where they refuse it or where it holds a value JSON would not have given: a
     subclass of str, int or float (a str Enum, numpy's numbers), a tuple or set for a list, a
     date (YAML's), a mapping that is no dict. The exact path takes those, and words its errors."""
-    plain = plain_records(values if type(values) is list else list(values))
-    taken = [item for item, ok in zip(values, plain, strict=True) if ok]
+    values = values if type(values) is list else list(values)
+    plain = plain_records(values)
+    every = False not in plain
+    taken = values if every else list(compress(values, plain))
     try:  # all at once where every record converts (one call, not one per record)
-        converted = iter(msgspec.convert(taken, list[DecodedRecord]))
+        converted: list[Decoded] = msgspec.convert(taken, list[DecodedRecord])
     except _CONVERT_REFUSED:
-        converted = iter([_converted(item) for item in taken])
-    return [next(converted) if ok else None for ok in plain]
+        converted = [_converted(item) for item in taken]
+    if every:
+        return converted
+    laid = iter(converted)
+    return [next(laid) if ok else None for ok in plain]
 
 
 # msgspec's, and UnicodeEncodeError: a lone surrogate in a string (the exact path's error)

@@ -102,7 +102,7 @@ class InvalidRecord:
 
 
 AnyRecord = Record | InvalidRecord
-_TENANT = attrgetter("tenant")
+_TENANT, _IDENTITY = attrgetter("tenant"), attrgetter("tenant", "id")  # a record's identity: (tenant, id)
 
 
 @dataclass(frozen=True)
@@ -466,7 +466,7 @@ def _collected(
     raises a record's own further error."""
     built: list[Record | None] = [None] * count if decoded is None else \
         [None if fast is None else _decoded_record(fast, position) for position, fast in enumerate(decoded)]
-    if None not in built and len({(r.tenant, r.id) for r in built}) == count:  # type: ignore[union-attr]
+    if None not in built and len(set(map(_IDENTITY, built))) == count:
         # every record took the fast path and no (tenant, id) is written twice: nothing to word
         return RecordSet(tuple(built), context or Context(), actions, doc.file, sha256, doc, prefix)  # type: ignore[arg-type]
     records: list[AnyRecord] = []
