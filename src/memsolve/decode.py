@@ -13,6 +13,12 @@ a subset of what it accepts, and ``records`` builds a record they take into the 
 - a line that may break the nesting or string limits goes to the exact path on its own, and a
   text where a key may be written twice (msgspec keeps the last one silently) goes there whole,
   line by line (``records._jsonl``): each line is one record, and its errors are that record's.
+  So does a text whose values written back cannot tell that no key was dropped: a level written
+  with an empty ``covers`` list or an empty ``name`` (both read as the level's defaults) sends the
+  whole text there, slower and with the same answer.
+
+A record's levels are decoded straight into :class:`~memsolve.level.Level` objects (a level's
+name, the key it is written under, is set afterwards by :func:`memsolve.level.named_levels`).
 
 Python data may hold what JSON never gives (numpy strings and numbers, Decimals, str Enums,
 tuples, mappings that are not dicts, dates, lone surrogates): :func:`items` takes a record only
