@@ -157,8 +157,7 @@ def _plain(item: Any) -> bool:
                 for field, setting in spec.items():
                     if type(field) is not str or field == "name":  # a level's name is its key: the exact
                         return False  # path refuses the field, and words a key that is no field name
-                    if type(setting) not in scalars and not (type(field) is str and field == "covers"
-                                                             and _names(setting)):
+                    if type(setting) not in scalars and not (field == "covers" and _names(setting)):
                         return False
         else:
             return False
