@@ -8,6 +8,7 @@ the same error at the same place, or the same file-level error.
 from __future__ import annotations
 
 import enum
+import gc
 import hashlib
 import json
 import os
@@ -26,7 +27,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memsolve
-from memsolve import decode, records
+from memsolve import decode, records, source
+from memsolve.level import Level
 from memsolve.records import InvalidRecord, RecordSet
 from memsolve.source import jsonl_lines
 
@@ -146,6 +148,77 @@ def test_jsonl_fast_path_equals_the_exact_path(tmp_path_factory: Any, items: lis
     text = "\n".join(_line(item, rng) for item in items) + rng.choice(["", "\n", "\n\n  \n"])
     fast, exact = both_from_text(text, tmp_path_factory.mktemp("d"))
     assert fast == exact
+
+
+def _decoded_twice(items: list[dict[str, Any]]) -> tuple[list[decode.Decoded], list[decode.Decoded]]:
+    """Each item's line decoded, twice over (building records names the decoded levels in place)."""
+    lines = [json.dumps(item) for item in items]
+    return decode.lines(lines), decode.lines(lines)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_record, max_size=6))
+def test_the_compiled_key_count_is_the_values_written_back(items: list[dict[str, Any]]) -> None:
+    """_scan.written_keys counts the `":` the encoder would write for the decoded values (the
+    duplicate-key gate compares it with the text's own count) without writing them."""
+    from memsolve import _scan
+
+    decoded, _ = _decoded_twice(items)
+    written = source.quote_colons(decode._ENCODE([item for item in decoded if item is not None]))
+    assert _scan.written_keys(decoded, decode.DecodedRecord, Level) == written
+
+
+def test_the_compiled_key_count_counts_quotes_before_colons_in_strings_and_keys() -> None:
+    from memsolve import _scan
+
+    item = {"id": 'a":b', "timestamp": 1, "tokens": 3, "covers": ['x":', '""::', ":"],
+            "metadata": {'k":': ['v":', {"n": 1.5, 'm":"': None}], "e": {}, ":": ":x"}}
+    decoded = decode.lines([json.dumps(item)])
+    written = source.quote_colons(decode._ENCODE(decoded))
+    # keys; quotes before colons in strings; strings that open with a colon (after their quote)
+    assert _scan.written_keys(decoded, decode.DecodedRecord, Level) == written == 5 + 5 + 6 + 3
+    assert _scan.written_keys([None, None], decode.DecodedRecord, Level) == 0
+    # a value of a type it does not know: None, and keys_kept writes the values back instead
+    odd = decode.DecodedRecord("a", 1, metadata={"when": date(2026, 1, 1)})
+    assert _scan.written_keys([odd], decode.DecodedRecord, Level) is None
+    assert decode.keys_kept(source.quote_colons(decode._ENCODE([odd])), [odd])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_record, max_size=6))
+def test_the_compiled_record_builder_builds_the_python_records(items: list[dict[str, Any]]) -> None:
+    """records._decoded_records (the compiled builder, _decoded_record for what it leaves) gives
+    the records the Python loop gives, None where the exact path must read the item."""
+    from memsolve import _scan
+
+    compiled, python = _decoded_twice(items)
+    expected = records._decoded_records_python(python)
+    built, todo = _scan.records_of(compiled, decode.DecodedRecord, Level, records.Record, decode.UNSET)
+    for record in built:  # a record's levels hold no container: the collector need not track them
+        assert record is None or not gc.is_tracked(record.levels)
+    for position in todo:
+        built[position] = records._decoded_record(compiled[position], position)
+    assert built == expected
+    assert records._decoded_records(_decoded_twice(items)[0]) == expected
+
+
+def test_the_compiled_record_builder_leaves_what_it_does_not_build_to_python() -> None:
+    from memsolve import _scan
+
+    items = [{"id": "a", "timestamp": 1, "tokens": 2},  # built: one level, raw
+             {"id": "b", "timestamp": "2026-11-30T09:00:00Z", "tokens": 2},  # an RFC 3339 time
+             {"id": "c", "timestamp": 1, "tokens": 2, "metadata": {}},  # metadata
+             {"id": "d", "timestamp": 1, "representations": {"raw": {"tokens": 1}, "delete": {"tokens": 0}}},
+             {"id": "e", "timestamp": 1, "utility": 1, "decision_value": 1, "tokens": 2},
+             {"id": "f", "timestamp": 1, "representations": {"raw": {"utility": 1}}},  # nothing to size it by
+             {"id": "g", "timestamp": 2.5, "ttl": 3, "authority": False, "covers": ["a"], "text": "x",
+              "representations": {"raw": {"utility": 1}, "gist": {"tokens": 1, "covers": ["b"]}}}]
+    decoded, python = _decoded_twice(items)
+    built, todo = _scan.records_of(decoded, decode.DecodedRecord, Level, records.Record, decode.UNSET)
+    assert todo == [1, 2, 3, 4, 5]
+    assert [built[0], built[6]] == [r for r in records._decoded_records_python(python) if r is not None][::3]
+    assert built[6].levels[1] == Level("gist", 1, None, None, ("b",)) and built[6].ttl == 3.0
+    assert records._decoded_records([None]) == [None]
 
 
 def test_the_fuzz_corpus_loads_the_same_both_ways(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
+#include <structmember.h>  /* PyMemberDef: a Struct field's slot offset */
 
 /* quote_scan(buffer) -> (colons, blank, line_break, escape): how many quotes a colon follows,
    whether a blank or tab follows one, whether a line break (\n or \r) follows one (the last byte
@@ -325,6 +326,297 @@ fail_list:
     return NULL;
 }
 
+/* ---- the decoded records (memsolve.decode) ---- */
+
+/* A field's slot in a msgspec Struct: its member descriptor's offset (Structs keep fields in slots). */
+static Py_ssize_t slot_of(PyTypeObject *type, const char *name) {
+    PyObject *descr = PyDict_GetItemString(type->tp_dict, name);
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyErr_Format(PyExc_TypeError, "%s has no slot `%s`", type->tp_name, name);
+        return -1;
+    }
+    return ((PyMemberDescrObject *)descr)->d_member->offset;
+}
+
+#define SLOT(object, offset) (*(PyObject **)((char *)(object) + (offset)))
+
+/* the `":` a string writes back as a JSON string, besides a key's own: its opening quote if a
+   colon comes first, and each quote inside followed by a colon (written back as \":) */
+static Py_ssize_t string_colons(PyObject *text) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t count = n > 0 && PyUnicode_READ(kind, data, 0) == ':';
+    for (Py_ssize_t i = 0; i + 1 < n; i++)
+        count += PyUnicode_READ(kind, data, i) == '"' && PyUnicode_READ(kind, data, i + 1) == ':';
+    return count;
+}
+
+typedef struct {
+    PyTypeObject *record, *level;  /* decode.DecodedRecord, level.Level */
+    Py_ssize_t record_slot[18], level_slot[5];
+    PyObject *record_default[18], *level_default[5];
+    Py_ssize_t record_fields, level_fields;
+} Layout;
+
+/* a Struct type's slots and defaults, in its field order (a field without a default: NULL) */
+static int layout_of(PyTypeObject *type, Py_ssize_t *slot, PyObject **defaults, Py_ssize_t most, Py_ssize_t *count) {
+    PyObject *fields = PyObject_GetAttrString((PyObject *)type, "__struct_fields__");
+    PyObject *given = PyObject_GetAttrString((PyObject *)type, "__struct_defaults__");
+    int ok = fields != NULL && given != NULL && PyTuple_Check(fields) && PyTuple_Check(given) &&
+             PyTuple_GET_SIZE(fields) <= most;
+    if (ok) {
+        Py_ssize_t n = PyTuple_GET_SIZE(fields), first = n - PyTuple_GET_SIZE(given);
+        for (Py_ssize_t i = 0; i < n && ok; i++) {
+            const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(fields, i));
+            slot[i] = name == NULL ? -1 : slot_of(type, name);
+            defaults[i] = i < first ? NULL : PyTuple_GET_ITEM(given, i - first);  /* borrowed: the type keeps them */
+            ok = slot[i] >= 0;
+        }
+        *count = n;
+    } else if (!PyErr_Occurred()) {
+        PyErr_Format(PyExc_TypeError, "%s is not a Struct of at most %zd fields", type->tp_name, most);
+    }
+    Py_XDECREF(fields);
+    Py_XDECREF(given);
+    return ok ? 0 : -1;
+}
+
+static Py_ssize_t value_colons(PyObject *value, const Layout *layout, int depth);
+
+/* the `":` a Struct writes back with omit_defaults: one per field that differs from its default
+   (msgspec omits a value that is its default object), with what the value writes */
+static Py_ssize_t struct_colons(PyObject *value, const Py_ssize_t *slot, PyObject *const *defaults, Py_ssize_t n,
+                                const Layout *layout, int depth) {
+    Py_ssize_t count = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *field = SLOT(value, slot[i]);
+        if (field == NULL || field == defaults[i]) continue;
+        Py_ssize_t inner = value_colons(field, layout, depth + 1);
+        if (inner < 0) return -1;
+        count += 1 + inner;  /* field names hold no quote */
+    }
+    return count;
+}
+
+/* the `":` msgspec's encoder writes for a decoded value, -1 for a value of a type not known here */
+static Py_ssize_t value_colons(PyObject *value, const Layout *layout, int depth) {
+    if (depth > 200) return -1;
+    PyTypeObject *type = Py_TYPE(value);
+    if (type == &PyUnicode_Type) return string_colons(value);
+    if (type == &PyLong_Type || type == &PyFloat_Type || type == &PyBool_Type || value == Py_None) return 0;
+    Py_ssize_t count = 0;
+    if (type == &PyDict_Type) {
+        Py_ssize_t at = 0;
+        PyObject *key, *item;
+        while (PyDict_Next(value, &at, &key, &item)) {
+            if (!PyUnicode_CheckExact(key)) return -1;
+            Py_ssize_t inner = value_colons(item, layout, depth + 1);
+            if (inner < 0) return -1;
+            count += 1 + string_colons(key) + inner;
+        }
+        return count;
+    }
+    if (type == &PyList_Type || type == &PyTuple_Type) {
+        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(value); i++) {
+            Py_ssize_t inner = value_colons(PySequence_Fast_GET_ITEM(value, i), layout, depth + 1);
+            if (inner < 0) return -1;
+            count += inner;
+        }
+        return count;
+    }
+    if (type == layout->level)
+        return struct_colons(value, layout->level_slot, layout->level_default, layout->level_fields, layout, depth);
+    if (type == layout->record)
+        return struct_colons(value, layout->record_slot, layout->record_default, layout->record_fields, layout, depth);
+    return -1;
+}
+
+static int layout_init(Layout *layout, PyTypeObject *record, PyTypeObject *level) {
+    layout->record = record;
+    layout->level = level;
+    if (layout_of(record, layout->record_slot, layout->record_default, 18, &layout->record_fields) < 0) return -1;
+    return layout_of(level, layout->level_slot, layout->level_default, 5, &layout->level_fields);
+}
+
+/* the DecodedRecord fields records_of reads, by position in its field order */
+enum { D_ID, D_TIMESTAMP, D_TENANT, D_STORE, D_SESSION, D_KEY, D_TTL, D_AUTHORITY, D_VERSION, D_DOCUMENT, D_TEXT,
+       D_TOKENS, D_DECISION_VALUE, D_UTILITY, D_REPRESENTATIONS, D_COVERS, D_SCORE, D_METADATA, D_FIELDS };
+static const char *const decoded_fields[D_FIELDS] = {
+    "id", "timestamp", "tenant", "store", "session", "key", "ttl", "authority", "version", "document", "text",
+    "tokens", "decision_value", "utility", "representations", "covers", "score", "metadata"};
+
+/* A number as records.py's float() of it (msgspec bounds a decoded int within 64 bits). */
+static PyObject *as_float(PyObject *number) {
+    if (PyFloat_CheckExact(number)) {
+        Py_INCREF(number);
+        return number;
+    }
+    double value = PyLong_AsDouble(number);
+    return value == -1.0 && PyErr_Occurred() ? NULL : PyFloat_FromDouble(value);
+}
+
+/* the Level slots records_of reads and writes */
+typedef struct {
+    PyTypeObject *type;
+    Py_ssize_t name, tokens, text;
+} LevelSlots;
+
+/* The levels of a decoded record that writes `representations` (decode's Level objects, each
+   named by the key it is written under, as level.named_levels does), or of one that does not
+   (one level "raw"); Py_None where records._decoded_levels must decide (it may refuse the record). */
+static PyObject *levels_of(PyObject *const *field, const LevelSlots *slots, PyObject *raw) {
+    PyObject *reps = field[D_REPRESENTATIONS], *text = field[D_TEXT];
+    PyObject *tokens = field[D_TOKENS], *utility = field[D_UTILITY];
+    if (utility != Py_None && field[D_DECISION_VALUE] != Py_None) Py_RETURN_NONE;
+    if (utility == Py_None) utility = field[D_DECISION_VALUE];
+    if (reps == Py_None) {
+        if (tokens == Py_None && text == Py_None) Py_RETURN_NONE;
+        PyObject *given[4] = {raw, tokens, utility, text};
+        PyObject *level = PyObject_Vectorcall((PyObject *)slots->type, given, 4, NULL);
+        if (level == NULL) return NULL;
+        PyObject *levels = PyTuple_Pack(1, level);
+        Py_DECREF(level);
+        if (levels != NULL && !PyType_IS_GC(slots->type)) PyObject_GC_UnTrack(levels);  /* as below */
+        return levels;
+    }
+    if (!PyDict_CheckExact(reps) || tokens != Py_None || utility != Py_None || PyDict_GET_SIZE(reps) == 0)
+        Py_RETURN_NONE;
+    Py_ssize_t at = 0;
+    PyObject *name, *level;
+    while (PyDict_Next(reps, &at, &name, &level)) {
+        if (Py_TYPE(level) != slots->type || !PyUnicode_CheckExact(name) ||
+            PyUnicode_CompareWithASCIIString(name, "delete") == 0)
+            Py_RETURN_NONE;
+        PyObject *written = SLOT(level, slots->name);
+        if (written == NULL || !PyUnicode_CheckExact(written) || PyUnicode_GET_LENGTH(written) != 0)
+            Py_RETURN_NONE;  /* a level that wrote a name of its own */
+        if (text == Py_None && SLOT(level, slots->tokens) == Py_None && SLOT(level, slots->text) == Py_None)
+            Py_RETURN_NONE;  /* nothing to size it by: the exact path words it */
+    }
+    PyObject *levels = PyTuple_New(PyDict_GET_SIZE(reps));
+    if (levels == NULL) return NULL;
+    at = 0;
+    Py_ssize_t i = 0;
+    while (PyDict_Next(reps, &at, &name, &level)) {
+        /* nobody holds the decoded level yet: its name is set in place, as force_setattr does */
+        PyObject *old = SLOT(level, slots->name);
+        Py_INCREF(name);
+        SLOT(level, slots->name) = name;
+        Py_XDECREF(old);
+        Py_INCREF(level);
+        PyTuple_SET_ITEM(levels, i++, level);
+    }
+    /* Levels are no containers the collector knows (gc=False): the tuple cannot be part of a cycle,
+       and a million of them need not wait for a collection to find that out */
+    if (!PyType_IS_GC(slots->type)) PyObject_GC_UnTrack(levels);
+    return levels;
+}
+
+/* records_of(decoded, DecodedRecord, Level, Record, UNSET) -> (records, todo): the Record each
+   decoded item (a DecodedRecord) stands for, at its position, as records._decoded_record builds
+   it, for the items whose times are plain numbers and that write no metadata; None for a None
+   item (the exact path reads it) and for each position in `todo`, which records._decoded_record
+   takes (an RFC 3339 time, metadata, a record it may refuse). */
+static PyObject *records_of(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *items, *unset;
+    PyTypeObject *decoded_type, *record_type;
+    LevelSlots slots;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O", &PyList_Type, &items, &PyType_Type, &decoded_type, &PyType_Type,
+                          &slots.type, &PyType_Type, &record_type, &unset))
+        return NULL;
+    Py_ssize_t slot[D_FIELDS];
+    for (int f = 0; f < D_FIELDS; f++)
+        if ((slot[f] = slot_of(decoded_type, decoded_fields[f])) < 0) return NULL;
+    if ((slots.name = slot_of(slots.type, "name")) < 0 || (slots.tokens = slot_of(slots.type, "tokens")) < 0 ||
+        (slots.text = slot_of(slots.type, "text")) < 0)
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    PyObject *out = PyList_New(n), *todo = PyList_New(0), *raw = PyUnicode_InternFromString("raw");
+    PyObject *number = PyUnicode_InternFromString("number"), *empty = PyTuple_New(0);
+    if (!out || !todo || !raw || !number || !empty) goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(items, i), *record = Py_None;
+        Py_INCREF(Py_None);
+        PyList_SET_ITEM(out, i, Py_None);
+        if (item == Py_None) continue;
+        if (Py_TYPE(item) != decoded_type) {
+            PyErr_SetString(PyExc_TypeError, "records_of: an item is no DecodedRecord");
+            goto fail;
+        }
+        PyObject *field[D_FIELDS];
+        for (int f = 0; f < D_FIELDS; f++) field[f] = SLOT(item, slot[f]);
+        PyObject *stamp = field[D_TIMESTAMP], *ttl = field[D_TTL];
+        int plain = (PyLong_CheckExact(stamp) || PyFloat_CheckExact(stamp)) && field[D_METADATA] == Py_None &&
+                    (ttl == unset || ttl == Py_None || PyLong_CheckExact(ttl) || PyFloat_CheckExact(ttl)) &&
+                    (field[D_AUTHORITY] == unset || PyBool_Check(field[D_AUTHORITY]));
+        PyObject *levels = plain ? levels_of(field, &slots, raw) : (Py_INCREF(Py_None), Py_None);
+        if (levels == NULL) goto fail;
+        if (levels == Py_None) {
+            Py_DECREF(levels);
+            PyObject *position = PyLong_FromSsize_t(i);
+            int failed = position == NULL || PyList_Append(todo, position) < 0;
+            Py_XDECREF(position);
+            if (failed) goto fail;
+            continue;
+        }
+        PyObject *timestamp = as_float(stamp), *position = PyLong_FromSsize_t(i);
+        PyObject *duration = ttl == unset || ttl == Py_None ? (Py_INCREF(Py_None), Py_None) : as_float(ttl);
+        if (timestamp && position && duration) {
+            PyObject *authority = field[D_AUTHORITY] == unset ? Py_False : field[D_AUTHORITY];
+            PyObject *covers = field[D_COVERS] == Py_None ? empty : field[D_COVERS];
+            PyObject *given[17] = {field[D_ID], position, timestamp, levels, field[D_TENANT], field[D_STORE],
+                                   field[D_SESSION], field[D_KEY], duration, ttl == unset ? Py_False : Py_True,
+                                   authority, field[D_VERSION], field[D_DOCUMENT], field[D_TEXT], number, covers,
+                                   field[D_SCORE]};
+            record = PyObject_Vectorcall((PyObject *)record_type, given, 17, NULL);
+        } else {
+            record = NULL;
+        }
+        Py_DECREF(levels);
+        Py_XDECREF(timestamp);
+        Py_XDECREF(position);
+        Py_XDECREF(duration);
+        if (record == NULL) goto fail;
+        PyList_SetItem(out, i, record);  /* steals it, drops the None */
+    }
+    Py_DECREF(raw);
+    Py_DECREF(number);
+    Py_DECREF(empty);
+    return Py_BuildValue("NN", out, todo);
+fail:
+    Py_XDECREF(out);
+    Py_XDECREF(todo);
+    Py_XDECREF(raw);
+    Py_XDECREF(number);
+    Py_XDECREF(empty);
+    return NULL;
+}
+
+/* written_keys(decoded, DecodedRecord, Level) -> int or None: the `":` the decoded values (None
+   items skipped) write back through msgspec's encoder (omit_defaults), counted from the values
+   themselves (decode.keys_kept without writing them); None for a value of a type not known here. */
+static PyObject *written_keys(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *items;
+    PyTypeObject *record, *level;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyList_Type, &items, &PyType_Type, &record, &PyType_Type, &level))
+        return NULL;
+    Layout layout;
+    if (layout_init(&layout, record, level) < 0) return NULL;
+    Py_ssize_t count = 0;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        if (item == Py_None) continue;
+        if (Py_TYPE(item) != record) Py_RETURN_NONE;
+        Py_ssize_t inner = value_colons(item, &layout, 0);
+        if (inner < 0) Py_RETURN_NONE;
+        count += inner;
+    }
+    return PyLong_FromSsize_t(count);
+}
+
 static PyMethodDef methods[] = {
     {"own_number", own_number, METH_VARARGS, "own_number(bytes) -> bool: an exponent or 0.0000 in compact JSON"},
     {"floats", floats, METH_VARARGS, "floats(records, name) -> float64 bytearray, NaN for None"},
@@ -334,6 +626,10 @@ static PyMethodDef methods[] = {
      "level_cells(records, column, k) -> (cells, sizes, utilities, unknown rows, uncounted positions)"},
     {"plain_records", plain_records, METH_VARARGS,
      "plain_records(list) -> [bool]: which items are records of JSON's own types (decode._plain)"},
+    {"records_of", records_of, METH_VARARGS,
+     "records_of(decoded, DecodedRecord, Level, Record, UNSET) -> (records, todo): records._decoded_record in C"},
+    {"written_keys", written_keys, METH_VARARGS,
+     "written_keys(decoded, DecodedRecord, Level) -> the `\":` their values write back (None: not known here)"},
     {"quote_scan", quote_scan, METH_VARARGS,
      "quote_scan(bytes) -> (colons, blank, line_break, escape): what follows the quotes of a JSON text"},
     {NULL, NULL, 0, NULL},

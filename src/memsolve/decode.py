@@ -176,9 +176,18 @@ def _plain_records_python(values: list[Any]) -> list[bool]:
 plain_records: Callable[[list[Any]], list[bool]] = getattr(scans(), "plain_records", _plain_records_python)
 
 
-def keys_kept(text_count: int, decoded: Sequence[Decoded]) -> bool:
+def keys_kept(text_count: int, decoded: list[Decoded]) -> bool:
     """No key was dropped: the texts of the decoded items held ``text_count`` `":`, and their
     values written back hold as many (a key written twice is kept once; a `":` inside a string
     is written back as it was: a quote in a string is escaped as \\", and a text that writes it,
-    or a colon, with a \\u escape goes to the exact path, :func:`source.counted_keys`)."""
-    return text_count == quote_colons(_ENCODE([d for d in decoded if d is not None]))
+    or a colon, with a \\u escape goes to the exact path, :func:`source.counted_keys`). The
+    compiled scan counts them from the values, without writing them back."""
+    written = None if _written_keys is None else _written_keys(decoded, DecodedRecord, Level)
+    if written is None:  # no compiled scan, or a value of a type it does not know
+        written = quote_colons(_ENCODE([d for d in decoded if d is not None]))
+    return text_count == written
+
+
+# written_keys(decoded, DecodedRecord, Level) -> the `":` quote_colons finds in the decoded values
+# written back by _ENCODE (omit_defaults), or None for a value of a type it does not know
+_written_keys: Callable[[list[Decoded], type, type], int | None] | None = getattr(scans(), "written_keys", None)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from itertools import compress, repeat
-from operator import attrgetter, eq
+from operator import attrgetter, eq, is_not
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from .source import (
     MAX_UTILITY,
     STDIN,
     Document,
+    JsonlLines,
     check_structure,
     counted_keys,
     find_non_finite,
@@ -103,6 +104,7 @@ class InvalidRecord:
 
 AnyRecord = Record | InvalidRecord
 _TENANT, _IDENTITY = attrgetter("tenant"), attrgetter("tenant", "id")  # a record's identity: (tenant, id)
+_METADATA = attrgetter("metadata")
 
 
 @dataclass(frozen=True)
@@ -383,7 +385,7 @@ def _jsonl(text: str, file: str, sha256: str, fast: bool = True) -> RecordSet:
     return _collected(doc, sha256, (), len(line_of), line_at, decoded, check=check)
 
 
-def _decoded(text: str, line_of: list[tuple[int, str]]) -> list[Decoded] | None:
+def _decoded(text: str, line_of: JsonlLines) -> list[Decoded] | None:
     """Each line decoded by the fast path, None for a line the exact path must read (one the types
     refuse, or that may hold a string past the limit or `metadata` nested past it: the other
     fields nest four levels at most); None for every line where a key may be written twice
@@ -391,16 +393,18 @@ def _decoded(text: str, line_of: list[tuple[int, str]]) -> list[Decoded] | None:
     keys = counted_keys(text)
     if keys is None:
         return None
-    decoded = decode.lines([line for _, line in line_of])
-    long_lines = string_may_break_limit(text)  # else no line can
-    for position in [position for position, item in enumerate(decoded)
-                     if item is not None and (long_lines or item.metadata is not None)]:
-        line = line_of[position][1]
-        if string_may_break_limit(line) or decoded[position].metadata is not None and nesting_may_break_limit(line):
-            decoded[position] = None
-    refused = [position for position, item in enumerate(decoded) if item is None]
-    written = keys - sum(line_of[position][1].count('":') for position in refused)
-    return decoded if decode.keys_kept(written, decoded) else None
+    lines = line_of.texts
+    decoded = decode.lines(lines)
+    long_lines = string_may_break_limit(text) and string_may_break_limit(max(lines, key=len, default=""))
+    if long_lines or any(map(is_not, map(_METADATA, filter(None, decoded)), repeat(None))):
+        for position in [position for position, item in enumerate(decoded)
+                         if item is not None and (long_lines or item.metadata is not None)]:
+            line = lines[position]
+            if string_may_break_limit(line) or decoded[position].metadata is not None and nesting_may_break_limit(line):
+                decoded[position] = None
+    if None in decoded:
+        keys -= sum(lines[position].count('":') for position, item in enumerate(decoded) if item is None)
+    return decoded if decode.keys_kept(keys, decoded) else None
 
 
 def _build(doc: Document, sha256: str, surrogates: bool = False, fast: bool = True) -> RecordSet:
@@ -464,8 +468,7 @@ def _collected(
     can (memsolve.decode), else from ``item_at(position)`` by the exact path; a record in error,
     or a second one with an earlier record's (tenant, id), kept as invalid; ``check(item, path)``
     raises a record's own further error."""
-    built: list[Record | None] = [None] * count if decoded is None else \
-        [None if fast is None else _decoded_record(fast, position) for position, fast in enumerate(decoded)]
+    built: list[Record | None] = [None] * count if decoded is None else _decoded_records(decoded)
     if None not in built and len(set(map(_IDENTITY, built))) == count:
         # every record took the fast path and no (tenant, id) is written twice: nothing to word
         return RecordSet(tuple(built), context or Context(), actions, doc.file, sha256, doc, prefix)  # type: ignore[arg-type]
@@ -626,6 +629,28 @@ def _decoded_record(decoded: DecodedRecord, position: int) -> Record | None:
     return Record(decoded.id, position, timestamp, levels, decoded.tenant, decoded.store, decoded.session, decoded.key,
                   ttl, ttl_given, False if authority is UNSET else authority, decoded.version, decoded.document,
                   decoded.text, kind, () if covers is None else covers, decoded.score)
+
+
+def _decoded_records_python(decoded: list[Decoded]) -> list[Record | None]:
+    return [None if fast is None else _decoded_record(fast, position) for position, fast in enumerate(decoded)]
+
+
+def _decoded_records(decoded: Sequence[Decoded]) -> list[Record | None]:
+    """Each decoded item's Record at its position (:func:`_decoded_record`), None where the exact
+    path must read it. The compiled scan builds the records of plain-number times without
+    metadata, the rest (and all of them without a compiler) take :func:`_decoded_record`."""
+    decoded = decoded if type(decoded) is list else list(decoded)
+    if _records_of is None:
+        return _decoded_records_python(decoded)
+    built, todo = _records_of(decoded, DecodedRecord, Level, Record, UNSET)
+    for position in todo:
+        built[position] = _decoded_record(decoded[position], position)  # type: ignore[arg-type]
+    return built
+
+
+# records_of(decoded, DecodedRecord, Level, Record, UNSET) -> (records, todo): the records
+# _decoded_record builds, but at the positions in todo (those it must take)
+_records_of: Callable[..., tuple[list[Record | None], list[int]]] | None = getattr(scans(), "records_of", None)
 
 
 def _decoded_levels(decoded: DecodedRecord) -> tuple[Level, ...] | None:

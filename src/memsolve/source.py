@@ -489,14 +489,42 @@ def _parse_jsonl(text: str, file: str) -> Document:
     return doc
 
 
-def jsonl_lines(text: str) -> list[tuple[int, str]]:
+class JsonlLines(Sequence[tuple[int, str]]):
+    """The lines of a JSON Lines text that are not blank: item ``i`` is the (line number, text) of
+    the i-th, ``texts`` their texts. Two lists rather than a pair per line: a million-line file
+    would otherwise hold a million tuples the collector walks."""
+
+    __slots__ = ("numbers", "texts")
+
+    def __init__(self, texts: list[str], numbers: Sequence[int]) -> None:
+        self.texts, self.numbers = texts, numbers
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def __getitem__(self, position: int) -> tuple[int, str]:  # type: ignore[override]
+        return self.numbers[position], self.texts[position]
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == (list(other) if isinstance(other, JsonlLines) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def jsonl_lines(text: str) -> JsonlLines:
     """The (line number, text) of each line of a JSON Lines text that is not blank."""
     # line by line: joining lines into one array would accept a value split across two lines
     # split at \n only: splitlines() also splits at U+2028, U+0085..., which JSON strings may hold
-    return [(number, line) for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
+    texts = text.split("\n")
+    if not texts[-1].strip():
+        texts.pop()  # the end of the last line (or a blank last line): the numbers before it stand
+    if all(map(str.strip, texts)):  # no blank line (str.strip returns a line with no blank at its ends as it is)
+        return JsonlLines(texts, range(1, len(texts) + 1))
+    numbers = [number for number, line in enumerate(texts, start=1) if line.strip()]
+    return JsonlLines([texts[number - 1] for number in numbers], numbers)
 
 
-def jsonl_document(text: str, file: str, line_of: list[tuple[int, str]], data: Any) -> Document:
+def jsonl_document(text: str, file: str, line_of: JsonlLines, data: Any) -> Document:
     """The document of a JSON Lines text (its lines from :func:`jsonl_lines`), holding ``data``."""
 
     def locator(path: PathT, key: bool) -> tuple[int, int] | None:
