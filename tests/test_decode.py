@@ -150,6 +150,14 @@ def test_jsonl_fast_path_equals_the_exact_path(tmp_path_factory: Any, items: lis
     assert fast == exact
 
 
+@given(st.lists(st.booleans(), max_size=8))
+def test_lines_are_decoded_in_order_with_none_for_each_refused_line(good: list[bool]) -> None:
+    texts = [f'{{"id": "r{i}", "timestamp": {i}}}' if ok else f"not a record {i}" for i, ok in enumerate(good)]
+    decoded = decode.lines(texts)
+    assert [item is not None for item in decoded] == good
+    assert [item.id for item in decoded if item is not None] == [f"r{i}" for i, ok in enumerate(good) if ok]
+
+
 def _decoded_twice(items: list[dict[str, Any]]) -> tuple[list[decode.Decoded], list[decode.Decoded]]:
     """Each item's line decoded, twice over (building records names the decoded levels in place)."""
     lines = [json.dumps(item) for item in items]

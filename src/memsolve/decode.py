@@ -90,13 +90,13 @@ Decoded = DecodedRecord | None
 def lines(texts: Sequence[str]) -> list[Decoded]:
     """Each JSON Lines line decoded, None where the types refuse it."""
     out: list[Decoded] = []
-    decode = _LINE.decode
-    for text in texts:
+    rest = iter(texts)
+    while True:  # a loop in C up to each line the types refuse: list.extend keeps what came before it
         try:
-            out.append(decode(text))
+            out.extend(map(_LINE.decode, rest))
+            return out
         except _REFUSED:
-            out.append(None)
-    return out
+            out.append(None)  # the line that raised (map took it from `rest`)
 
 
 def items(values: Sequence[Any]) -> list[Decoded]:

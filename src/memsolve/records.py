@@ -258,7 +258,7 @@ def load_records(source: str | Path | Sequence[Any] | Mapping[str, Any]) -> Reco
             if str(source) != STDIN and format_of(source) == "jsonl":
                 text, raw = read_text(source)
                 sha256 = hashlib.sha256(raw).hexdigest()
-                return _jsonl(text, str(source), sha256)
+                return _jsonl(text, str(source), sha256, raw)
             doc, raw = load_document(source)
             return _build(doc, hashlib.sha256(raw).hexdigest())
         doc = Document("<records>", "", source, "data")
@@ -362,17 +362,18 @@ def _canonical(data: Any) -> bytes:
     return text.encode("utf-8")  # ASCII: json.dumps escapes the rest
 
 
-def _jsonl(text: str, file: str, sha256: str, fast: bool = True) -> RecordSet:
+def _jsonl(text: str, file: str, sha256: str, raw: bytes | None = None, fast: bool = True) -> RecordSet:
     """A JSON Lines text. Each line is one record, read on its own: what is wrong with a line (not
     JSON, a key written twice, a limit passed) is that record's input error, and another tenant's
     never fails this tenant's run. Lines take the fast path (``memsolve.decode``) where it can
     vouch for them (``fast``), else the exact path line by line: the strict parser, the limits on
-    the line's own value (:func:`source.check_structure`), then the schema and the checks."""
+    the line's own value (:func:`source.check_structure`), then the schema and the checks.
+    ``raw``: the UTF-8 bytes the text was read from, where known (scanned for the key count)."""
     line_of = jsonl_lines(text)
     doc = jsonl_document(text, file, line_of, None)  # the records are built here, not kept as dicts
     if len(line_of) > MAX_RECORDS:
         raise doc.error((), f"{len(line_of):,} records, more than the limit of {MAX_RECORDS:,}")
-    decoded = _decoded(text, line_of) if fast else None
+    decoded = _decoded(text, line_of, raw) if fast else None
 
     def line_at(position: int) -> Any:  # JSON with no key written twice, or that line's input error
         number, line = line_of[position]
@@ -385,12 +386,12 @@ def _jsonl(text: str, file: str, sha256: str, fast: bool = True) -> RecordSet:
     return _collected(doc, sha256, (), len(line_of), line_at, decoded, check=check)
 
 
-def _decoded(text: str, line_of: JsonlLines) -> list[Decoded] | None:
+def _decoded(text: str, line_of: JsonlLines, raw: bytes | None = None) -> list[Decoded] | None:
     """Each line decoded by the fast path, None for a line the exact path must read (one the types
     refuse, or that may hold a string past the limit or `metadata` nested past it: the other
     fields nest four levels at most); None for every line where a key may be written twice
     (msgspec keeps the last one silently)."""
-    keys = counted_keys(text)
+    keys = counted_keys(text, raw)
     if keys is None:
         return None
     lines = line_of.texts

@@ -564,15 +564,17 @@ def nesting_may_break_limit(line: str) -> bool:
     return line.count("[") + line.count("{") >= MAX_DEPTH
 
 
-def counted_keys(text: str) -> int | None:
+def counted_keys(text: str, data: bytes | None = None) -> int | None:
     """The `":` a JSON text writes (each key ends in one, as does a quote before a colon inside a
     string), or None where counting them may not tell a key written twice: a key with blanks
     before its colon, or a quote or a colon written as a \\u escape (a string holding `\\"\\u003a`
-    is written back as `\\":`, one `":` more, which hides one dropped key): see :func:`_fast_loads`."""
+    is written back as `\\":`, one `":` more, which hides one dropped key): see :func:`_fast_loads`.
+    ``data``: the UTF-8 bytes the text was read from, where known (a byte order mark before it
+    changes no count)."""
     # what follows each quote, read over the UTF-8 bytes (an ASCII byte there is that character).
     # A blank or tab after a quote is rare outside keys; a line break after one is common in
     # JSON, so a regular expression then looks for a key before its colon.
-    colons, blank, line_break, escape = quote_scan(text.encode("utf-8", "surrogatepass"))
+    colons, blank, line_break, escape = quote_scan(text.encode("utf-8", "surrogatepass") if data is None else data)
     if escape or blank or line_break and _SPACED_KEY.search(text) is not None:
         return None
     return colons
