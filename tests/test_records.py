@@ -455,3 +455,11 @@ def test_the_number_form_scan_finds_exponents_and_tiny_numbers() -> None:
     for written, expected in ((b"[1e5]", True), (b"[1e-5]", True), (b"[0.00001]", True), (b"[0.0001]", False),
                               (b'["e5",1.5]', False), (b"[1.5e", False), (b"", False), (b"0.0000", True)):
         assert records._own_number(written) is expected, written
+
+
+@given(st.lists(st.tuples(st.sampled_from([None, "t1", "t2"]), st.sampled_from(["a", "b", "c", "d"])), max_size=6))
+def test_records_are_told_apart_by_tenant_and_id(identities: list[tuple[str | None, str]]) -> None:
+    from memsolve import records
+
+    built = [Record(id, position, 0.0, (), tenant) for position, (tenant, id) in enumerate(identities)]
+    assert records._distinct_identities(built) == (len(set(identities)) == len(identities))

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from itertools import compress, repeat
-from operator import attrgetter, eq, is_not
+from operator import attrgetter, eq, is_, is_not
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +104,7 @@ class InvalidRecord:
 
 AnyRecord = Record | InvalidRecord
 _TENANT, _IDENTITY = attrgetter("tenant"), attrgetter("tenant", "id")  # a record's identity: (tenant, id)
-_METADATA = attrgetter("metadata")
+_ID, _METADATA = attrgetter("id"), attrgetter("metadata")
 
 
 @dataclass(frozen=True)
@@ -470,7 +470,7 @@ def _collected(
     or a second one with an earlier record's (tenant, id), kept as invalid; ``check(item, path)``
     raises a record's own further error."""
     built: list[Record | None] = [None] * count if decoded is None else _decoded_records(decoded)
-    if None not in built and len(set(map(_IDENTITY, built))) == count:
+    if not any(map(is_, built, repeat(None))) and _distinct_identities(built):  # type: ignore[arg-type]
         # every record took the fast path and no (tenant, id) is written twice: nothing to word
         return RecordSet(tuple(built), context or Context(), actions, doc.file, sha256, doc, prefix)  # type: ignore[arg-type]
     records: list[AnyRecord] = []
@@ -630,6 +630,14 @@ def _decoded_record(decoded: DecodedRecord, position: int) -> Record | None:
     return Record(decoded.id, position, timestamp, levels, decoded.tenant, decoded.store, decoded.session, decoded.key,
                   ttl, ttl_given, False if authority is UNSET else authority, decoded.version, decoded.document,
                   decoded.text, kind, () if covers is None else covers, decoded.score)
+
+
+def _distinct_identities(built: list[Record]) -> bool:
+    """No two records share a (tenant, id); where every record has one tenant, the ids alone tell
+    (no pair built per record)."""
+    if len(set(map(_TENANT, built))) <= 1:
+        return len(set(map(_ID, built))) == len(built)
+    return len(set(map(_IDENTITY, built))) == len(built)
 
 
 def _decoded_records_python(decoded: list[Decoded]) -> list[Record | None]:
