@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -92,3 +93,32 @@ def test_records_built_by_hand_lay_out_as_the_python_loop_lays_them() -> None:
         assert np.array_equal(getattr(table, name), getattr(python_table, name)), name
     assert np.array_equal(table.utility, python_table.utility, equal_nan=True)
     assert table.tokens.tolist() == [[2, 2], [2, 0], [1, 0], [0, 2]]  # the later level of a name wins its cell
+
+
+def test_the_compiled_field_reads_are_python_attribute_reads() -> None:
+    """_scan reads a slot directly only where Python would read that slot: a property, a
+    __getattr__ of the type's own or an unset slot reads (or raises) as getattr does."""
+    from memsolve import _scan
+
+    class Slotted:
+        __slots__ = ("tenant",)
+
+        def __init__(self, tenant: object = None, set_it: bool = True) -> None:
+            if set_it:
+                self.tenant = tenant
+
+    class Computed:
+        @property
+        def tenant(self) -> str:
+            return "computed"
+
+    class Fallback:
+        def __getattr__(self, name: str) -> str:
+            return "fallback"
+
+    mixed = (Slotted("a"), Computed(), Slotted("b"), Fallback(), Slotted(None), Slotted("a"))
+    index: dict = {}
+    assert list(np.frombuffer(_scan.codes(mixed, "tenant", index), dtype=np.int32)) == [0, 1, 2, 3, -1, 0]
+    assert list(index) == ["a", "computed", "b", "fallback"]
+    with pytest.raises(AttributeError):
+        _scan.codes((Slotted("a"), Slotted(set_it=False)), "tenant", {})

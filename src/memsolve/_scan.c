@@ -146,6 +146,36 @@ static PyObject *own_number(PyObject *self, PyObject *args) {
 /* A new bytearray of `size` bytes (its contents unset): numpy reads it without a copy, writably. */
 static PyObject *scratch(Py_ssize_t size) { return PyByteArray_FromStringAndSize(NULL, size); }
 
+/* An attribute read as Python reads it, faster where the object's type keeps it in a slot: a
+   type whose attributes are looked up the ordinary way (no __getattribute__ or __getattr__ of its
+   own) and whose attribute is a member descriptor (a msgspec Struct's field, a __slots__ entry)
+   is read from the slot, as the descriptor would. The first object's type is remembered. */
+typedef struct {
+    PyTypeObject *type;
+    Py_ssize_t offset;  /* -1: read by PyObject_GetAttr */
+} Field;
+
+static PyObject *field_of(PyObject *item, PyObject *name, Field *field) {
+    PyTypeObject *type = Py_TYPE(item);
+    if (type != field->type) {
+        field->type = type;
+        field->offset = -1;
+        PyObject *descr = type->tp_getattro == PyObject_GenericGetAttr ? _PyType_Lookup(type, name) : NULL;
+        if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+            if (member->type == T_OBJECT_EX && !(member->flags & PY_AUDIT_READ)) field->offset = member->offset;
+        }
+    }
+    if (field->offset >= 0) {
+        PyObject *value = *(PyObject **)((char *)item + field->offset);
+        if (value != NULL) {
+            Py_INCREF(value);
+            return value;
+        }
+    }
+    return PyObject_GetAttr(item, name);  /* an unset slot raises as Python would */
+}
+
 /* floats(records, name) -> bytearray of float64: each record's field `name` as a float, NaN for None. */
 static PyObject *floats(PyObject *self, PyObject *args) {
     (void)self;
@@ -155,8 +185,9 @@ static PyObject *floats(PyObject *self, PyObject *args) {
     PyObject *out = scratch(n * (Py_ssize_t)sizeof(double));
     if (out == NULL) return NULL;
     double *at = (double *)PyByteArray_AS_STRING(out);
+    Field field = {NULL, -1};
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *value = PyObject_GetAttr(PyTuple_GET_ITEM(records, i), name);
+        PyObject *value = field_of(PyTuple_GET_ITEM(records, i), name, &field);
         if (value == NULL) goto fail;
         at[i] = value == Py_None ? Py_NAN : PyFloat_AsDouble(value);
         Py_DECREF(value);
@@ -177,8 +208,9 @@ static PyObject *flags(PyObject *self, PyObject *args) {
     PyObject *out = scratch(n);
     if (out == NULL) return NULL;
     char *at = PyByteArray_AS_STRING(out);
+    Field field = {NULL, -1};
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *value = PyObject_GetAttr(PyTuple_GET_ITEM(records, i), name);
+        PyObject *value = field_of(PyTuple_GET_ITEM(records, i), name, &field);
         if (value == NULL) {
             Py_DECREF(out);
             return NULL;
@@ -204,8 +236,9 @@ static PyObject *codes(PyObject *self, PyObject *args) {
     PyObject *out = scratch(n * 4);
     if (out == NULL) return NULL;
     int32_t *at = (int32_t *)PyByteArray_AS_STRING(out);
+    Field field = {NULL, -1};
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *value = PyObject_GetAttr(PyTuple_GET_ITEM(records, i), name);
+        PyObject *value = field_of(PyTuple_GET_ITEM(records, i), name, &field);
         if (value == NULL) goto fail;
         if (value == Py_None) {
             at[i] = -1;
@@ -251,8 +284,9 @@ static PyObject *level_cells(PyObject *self, PyObject *args) {
     Py_ssize_t n = PyTuple_GET_SIZE(records), m = 0;
     PyObject *levels_of = PyList_New(n);  /* each record's levels tuple, read once */
     if (levels_of == NULL) return NULL;
+    Field levels_field = {NULL, -1}, name_field = {NULL, -1}, tokens_field = {NULL, -1}, utility_field = {NULL, -1};
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *given = PyObject_GetAttr(PyTuple_GET_ITEM(records, i), levels_name);
+        PyObject *given = field_of(PyTuple_GET_ITEM(records, i), levels_name, &levels_field);
         if (given == NULL) goto fail_list;
         PyObject *levels = PySequence_Fast(given, "level_cells: a record's levels must be a sequence");
         Py_DECREF(given);
@@ -271,7 +305,7 @@ static PyObject *level_cells(PyObject *self, PyObject *args) {
         int unknown_row = 0;
         for (Py_ssize_t j = 0; j < PySequence_Fast_GET_SIZE(levels); j++) {
             PyObject *level = PySequence_Fast_GET_ITEM(levels, j);
-            PyObject *name = PyObject_GetAttr(level, name_name);
+            PyObject *name = field_of(level, name_name, &name_field);
             if (name == NULL) goto fail;
             PyObject *at = PyDict_GetItemWithError(column, name);
             Py_DECREF(name);
@@ -282,7 +316,7 @@ static PyObject *level_cells(PyObject *self, PyObject *args) {
             }
             Py_ssize_t col = PyLong_AsSsize_t(at);
             if (col == -1 && PyErr_Occurred()) goto fail;
-            PyObject *tokens = PyObject_GetAttr(level, tokens_name);
+            PyObject *tokens = field_of(level, tokens_name, &tokens_field);
             if (tokens == NULL) goto fail;
             if (tokens == Py_None) {
                 size[known] = -1;
@@ -301,7 +335,7 @@ static PyObject *level_cells(PyObject *self, PyObject *args) {
                 }
             }
             Py_DECREF(tokens);
-            PyObject *utility = PyObject_GetAttr(level, utility_name);
+            PyObject *utility = field_of(level, utility_name, &utility_field);
             if (utility == NULL) goto fail;
             value[known] = utility == Py_None ? Py_NAN : PyFloat_AsDouble(utility);
             Py_DECREF(utility);
