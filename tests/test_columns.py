@@ -122,3 +122,20 @@ def test_the_compiled_field_reads_are_python_attribute_reads() -> None:
     assert list(index) == ["a", "computed", "b", "fallback"]
     with pytest.raises(AttributeError):
         _scan.codes((Slotted("a"), Slotted(set_it=False)), "tenant", {})
+
+
+@given(st.lists(st.integers(min_value=-2, max_value=300), max_size=80), st.sampled_from([np.int32, np.int64, np.intp]))
+def test_groups_and_ranks_are_numpys_unique(values: list[int], dtype: type) -> None:
+    """columns.groups / renumbered: np.unique's first rows and inverse, by counts where the codes
+    are small and non-negative (most draws here), by numpy's sort otherwise."""
+    codes = np.array(values, dtype=dtype)
+    _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    got_first, got_inverse = columns.groups(codes)
+    assert got_first.tolist() == first.tolist() and got_inverse.tolist() == inverse.ravel().tolist()
+    assert columns.renumbered(codes).tolist() == inverse.ravel().tolist()
+
+
+def test_groups_of_wide_codes_and_of_floats_take_numpys_sort() -> None:
+    wide = np.array([10**9, 3, 10**9, 0], dtype=np.int64)
+    assert [a.tolist() for a in columns.groups(wide)] == [[3, 1, 0], [2, 1, 2, 0]]
+    assert columns.renumbered(np.array([2.5, -1.0, 2.5])).tolist() == [1, 0, 1]

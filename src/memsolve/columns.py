@@ -40,6 +40,35 @@ def distinct(values: np.ndarray) -> np.ndarray:
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
 
 
+def _code_counts(codes: np.ndarray) -> np.ndarray | None:
+    """How many rows hold each code from 0 up, where the codes are integers from 0 to a few
+    times their number (a count per code is then cheaper than a sort); None otherwise."""
+    if not codes.size or codes.dtype.kind not in "iu" or codes.min() < 0 or codes.max() >= 4 * codes.size + 64:
+        return None
+    return np.bincount(codes)
+
+
+def renumbered(codes: np.ndarray) -> np.ndarray:
+    """Each row's code as its rank among the distinct codes (``np.unique``'s inverse)."""
+    counts = _code_counts(codes)
+    if counts is None:
+        return np.unique(codes, return_inverse=True)[1].ravel()
+    return (np.cumsum(counts > 0) - 1)[codes]
+
+
+def groups(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_index=True, return_inverse=True)`` less the values: the row of
+    each distinct code's first occurrence, in ascending order of code, and each row's group."""
+    counts = _code_counts(codes)
+    if counts is None:
+        _, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+        return first, inverse.ravel()
+    inverse = (np.cumsum(counts > 0) - 1)[codes]
+    first = np.full(np.count_nonzero(counts), codes.size, dtype=np.intp)
+    np.minimum.at(first, inverse, np.arange(codes.size))
+    return first, inverse
+
+
 @dataclass(frozen=True, eq=False)
 class Codes:
     """One string field as integer codes (ABSENT where a record has none) and the distinct values."""

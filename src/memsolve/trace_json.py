@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from .columns import Columns, distinct
+from .columns import Columns, distinct, groups
 from .policies.verdicts import Judgement, RuleMask, Verdict
 from .result import json_string, json_text
 from .solver.compile import Allocations, Compiled, level_text
@@ -121,12 +121,12 @@ def rule_pieces(mask: RuleMask, rows: np.ndarray, lead: str = "") -> list[Iterab
     the lead a piece of its own."""
     codes = mask.codes()
     if codes is not None and rows.size:
-        _, first, inverse = np.unique(codes[rows], return_index=True, return_inverse=True)
+        first, inverse = groups(codes[rows])
         if mask.written is None or 2 * first.size <= rows.size:
             texts = None if mask.written is None else mask.written(rows[first])
             if texts is None:
                 texts = [verdict_json(mask.verdict(row)) for row in rows[first].tolist()]
-            return [_strings([lead + text for text in texts])[inverse.ravel()].tolist()]
+            return [_strings([lead + text for text in texts])[inverse].tolist()]
     written = None if mask.written is None else mask.written(rows)
     if written is None:
         written = [verdict_json(mask.verdict(row)) for row in rows.tolist()]

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..columns import ABSENT, Columns, distinct
+from ..columns import ABSENT, Columns, distinct, renumbered
 from ..context import ResolvedContext
 from ..errors import InputError
 from ..records import DELETE, Record
@@ -96,7 +96,7 @@ def same(*columns: np.ndarray) -> np.ndarray:
     code = np.zeros(len(columns[0]), dtype=np.int64)
     for column in columns:
         values, inverse = np.unique(column, return_inverse=True)
-        code = np.unique(code * len(values) + inverse.ravel(), return_inverse=True)[1].ravel()
+        code = renumbered(code * len(values) + inverse.ravel())
     return code
 
 

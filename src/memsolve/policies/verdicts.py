@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..columns import Columns
+from ..columns import Columns, groups
 from ..records import Record
 
 T = TypeVar("T")
@@ -143,9 +143,9 @@ class RuleMask:
         codes = self.codes()
         if codes is None:
             return [word(row) for row in rows.tolist()]
-        _, first, inverse = np.unique(codes[rows], return_index=True, return_inverse=True)
+        first, inverse = groups(codes[rows])
         texts = [word(row) for row in rows[first].tolist()]
-        return [texts[at] for at in inverse.ravel().tolist()]
+        return [texts[at] for at in inverse.tolist()]
 
 
 @dataclass(frozen=True, eq=False)
