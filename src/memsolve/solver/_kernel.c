@@ -1027,6 +1027,32 @@ static int count_cut_proves(const Problem *P, int64_t value, int64_t tokens, int
 
 /* Returns 0 on success, 1 when phase 1 exceeded its limit, 2 on an internal inconsistency,
    -1 on memory failure. */
+/* The tail's suffix sums over the free rows j.. (see solve, phase 2), held for j >= have, extended
+   down to s: the least and most tokens and value of each row's kept options, and the sum of the
+   rows' bests. Returns the new have (s, or have if already below). */
+static __attribute__((noinline)) size_t suffix_to(const Problem *P, const int64_t *free_rows,
+                                                  const uint64_t *keep_mask, const i128 *row_best, size_t have,
+                                                  size_t s, int64_t *min_w, int64_t *max_w, int64_t *min_v,
+                                                  int64_t *max_v, i128 *tied_best) {
+    while (have > s) {
+        have--;
+        Py_ssize_t r = free_rows[have];
+        int64_t aw = INT64_MAX, bw = INT64_MIN, av = INT64_MAX, bv = INT64_MIN;
+        for (uint64_t m = keep_mask[r]; m; m &= m - 1) {
+            int o = __builtin_ctzll(m);
+            int64_t w = option_w(P, r, o), v = option_v(P, r, o);
+            aw = w < aw ? w : aw;
+            bw = w > bw ? w : bw;
+            av = v < av ? v : av;
+            bv = v > bv ? v : bv;
+        }
+        min_w[have] = min_w[have + 1] + aw; max_w[have] = max_w[have + 1] + bw;
+        min_v[have] = min_v[have + 1] + av; max_v[have] = max_v[have + 1] + bv;
+        tied_best[have] = tied_best[have + 1] + row_best[r];
+    }
+    return have;
+}
+
 static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int bounded_ties, double *info) {
     Py_ssize_t n = P->n, k = P->k;
     int rc = -1;
@@ -1647,27 +1673,13 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         lead_bound[0] = upper - fixed_loss;  /* every free row at its best */
         size_t lead = F;  /* rows the lead reaches: past it the bound allows no option */
         int all_tied = bounded_ties != 2;  /* 2: the Pareto layers only (tests compare the two) */
-        /* one pass, first to last: the lead, and prefix sums of the window and of the bests, turned
-           into the suffix sums below */
-        min_w[0] = max_w[0] = min_v[0] = max_v[0] = 0;
-        tied_best[0] = 0;
+        /* one pass, first to last: the lead (the suffix sums of the windows are taken below, from
+           the last row back, only as far as the tail reaches) */
         for (size_t j = 0; j < F; j++) {
             Py_ssize_t r = free_rows[j];
             uint64_t km = keep_mask[r];
             int tied_row = !(km & ~tied[r]);
             all_tied &= tied_row;
-            tied_best[j + 1] = tied_best[j] + row_best[r];
-            int64_t aw = INT64_MAX, bw = INT64_MIN, av = INT64_MAX, bv = INT64_MIN;
-            for (uint64_t m = km; m; m &= m - 1) {
-                int o = __builtin_ctzll(m);
-                int64_t w = option_w(P, r, o), v = option_v(P, r, o);
-                aw = w < aw ? w : aw;
-                bw = w > bw ? w : bw;
-                av = v < av ? v : av;
-                bv = v > bv ? v : bv;
-            }
-            min_w[j + 1] = min_w[j] + aw; max_w[j + 1] = max_w[j] + bw;
-            min_v[j + 1] = min_v[j] + av; max_v[j + 1] = max_v[j] + bv;
             if (lead < F) continue;
             Py_ssize_t o = k + 1;
             i128 loss = 0;  /* best - reduced(o) */
@@ -1688,16 +1700,12 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             lead_bound[j + 1] = lead_bound[j] - loss;
         }
         /* suffix sums over the free rows j..: the least and most tokens and value of their kept
-           options (the window a suffix can reach), and tied_best[j], the sum of their bests */
-        {
-            int64_t a0 = min_w[F], b0 = max_w[F], c0 = min_v[F], d0 = max_v[F];
-            i128 e0 = tied_best[F];
-            for (size_t j = 0; j <= F; j++) {
-                min_w[j] = a0 - min_w[j]; max_w[j] = b0 - max_w[j];
-                min_v[j] = c0 - min_v[j]; max_v[j] = d0 - max_v[j];
-                tied_best[j] = e0 - tied_best[j];
-            }
-        }
+           options (the window a suffix can reach), and tied_best[j], the sum of their bests; they
+           hold for j >= have, and suffix_to extends them down to s (the tail reads them at its
+           start s and past it only, and its start only moves down) */
+        size_t have = F;
+        min_w[F] = max_w[F] = min_v[F] = max_v[F] = 0;
+        tied_best[F] = 0;
         /* The tie rule with an expanding tail. With the first s free rows at the lead, the last
            F - s rows must reach exactly T_s = (room, room_v) - lead(0..s). If they can (the
            tail's DP holds T_s), each of the first s rows is at its tie-rule level (every higher
@@ -1715,6 +1723,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
            free rows j.. */
         size_t L = F;
         for (size_t s = lead + 1; s-- > 0;) {
+            have = suffix_to(P, free_rows, keep_mask, row_best, have, s, min_w, max_w, min_v, max_v, tied_best);
             int64_t tw = room - top_w[s], tv = room_v - top_v[s];
             if (tw >= min_w[s] && tw <= max_w[s] && tv >= min_v[s] && tv <= max_v[s]) { L = F - s; break; }
         }
@@ -1723,6 +1732,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         size_t *ps = NULL;
         for (;; L = L + L / 2 + 1 < F ? L + L / 2 + 1 : F) {
             size_t s = F - L;
+            have = suffix_to(P, free_rows, keep_mask, row_best, have, s, min_w, max_w, min_v, max_v, tied_best);
             int64_t tw = room - top_w[s], tv = room_v - top_v[s];
             int last = s == 0;
             if (!(tw >= min_w[s] && tw <= max_w[s] && tv >= min_v[s] && tv <= max_v[s])) {
