@@ -49,6 +49,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#if defined(__x86_64__) || defined(_M_X64)
+#include <emmintrin.h>
+/* (int64_t)rint(x) in one instruction: cvtsd2si rounds in the current mode as rint does, and
+   returns the same integer indefinite (INT64_MIN) as the conversion of rint's result where x is
+   NaN or out of range */
+static inline int64_t round_to_int64(double x) { return _mm_cvtsd_si64(_mm_set_sd(x)); }
+#else
+static inline int64_t round_to_int64(double x) { return (int64_t)rint(x); }
+#endif
 
 typedef __int128 i128;
 
@@ -2028,7 +2037,7 @@ static PyObject *kernel_scale(PyObject *self, PyObject *args) {
         for (Py_ssize_t j = 0; j < n * k; j++) {
             int offered = m[j] && t[j] <= budget;
             double net = offered ? u[j] - price * (double)t[j] : 0.0;
-            values[j] = (int64_t)rint(net * factor);
+            values[j] = round_to_int64(net * factor);
             usable[j] = (uint8_t)(offered && values[j] > 0);
         }
     }
@@ -2195,7 +2204,7 @@ static int scale_values(Py_ssize_t n, Py_ssize_t k, const int64_t *t, const doub
             double net = offered ? u[j] - price * (double)t[j] : 0.0;
             if (offered && net > top) top = net;
             double at = net * usual;  /* past 2**63 only when the factor is redone below */
-            values[j] = at < 4e18 ? (int64_t)rint(at) : 0;
+            values[j] = at < 4e18 ? round_to_int64(at) : 0;
             usable[j] = (uint8_t)(offered && values[j] > 0);
         }
         best[i] = top;
@@ -2207,7 +2216,7 @@ static int scale_values(Py_ssize_t n, Py_ssize_t k, const int64_t *t, const doub
         for (size_t j = 0; j < cells; j++) {
             int offered = (!mask || mask[j]) && t[j] <= budget;
             double net = offered ? u[j] - price * (double)t[j] : 0.0;
-            values[j] = (int64_t)rint(net * factor);
+            values[j] = round_to_int64(net * factor);
             usable[j] = (uint8_t)(offered && values[j] > 0);
         }
     }
