@@ -1601,11 +1601,9 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     int64_t best_v = inc_v, best_w = inc_w;
 
     /* 4. phase 2: levels that can be in an allocation worth (V*, W*), then the tie rule */
-    memset(keep, 0, (size_t)n * (size_t)(k + 1));
     size_t n_free = 0;
     i128 fixed_loss = 0;  /* sum of (best - reduced) over rows fixed away from their floor */
     int64_t rest_w = best_w, rest_v = best_v;
-    for (Py_ssize_t i = 0; i < n; i++) keep[i * (k + 1) + choice[i]] = 1;
     /* bounded_ties < 0: the optimum only, no reduction and no tie rule (what mcknap computes:
        benchmarks/run.py times it for comparison; never an engine's answer) */
     /* can_match(bound, V*, W*) is bound >= match: a Lagrangian bound at least this allows an
@@ -1621,24 +1619,50 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     int in_order = n_cand > (size_t)n / 16;
     size_t visit = bounded_ties < 0 ? 0 : in_order ? (size_t)n : n_cand;
     i128 most_gap = upper - (i128)P->q * best_v;
+    /* keep, row by row: where every row is visited in order and a row's k + 1 flags fit a word,
+       each row's flags are one 8-byte store (its bits spread to bytes) whose bytes past the row
+       the next rows' stores overwrite; else zeroed, the optimum's levels set, then the kept ones */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    int rowwise = in_order && visit == (size_t)n && k + 1 <= 8;
+#else
+    int rowwise = 0;
+#endif
+    if (!rowwise) {
+        memset(keep, 0, (size_t)n * (size_t)(k + 1));
+        for (Py_ssize_t i = 0; i < n; i++) keep[i * (k + 1) + choice[i]] = 1;
+    }
+    size_t keep_bytes = (size_t)n * (size_t)(k + 1);
+    int at_bound = match == upper;  /* an option needs the reduced value least = match - upper + best */
     for (size_t c = 0; c < visit; c++) {
         Py_ssize_t r = in_order ? (Py_ssize_t)c : cand[c].row;
-        if (!has_alt[r] || gap[r] > most_gap) continue;  /* only its floor level can be optimal */
-        i128 best = row_best[r], least = match - upper + best;  /* the reduced value an option needs */
         uint64_t km = (uint64_t)1 << choice[r];
-        if (least == best) km |= tied[r];
-        else
+        if (!has_alt[r] || gap[r] > most_gap) goto visited;  /* only its floor level can be optimal */
+        i128 best = row_best[r];
+        if (at_bound) km |= tied[r];
+        else {
+            i128 least = match - upper + best;
             for (Py_ssize_t o = 0; o <= k; o++)
                 if (option_ok(P, r, o) && reduced(P, option_w(P, r, o), option_v(P, r, o)) >= least)
                     km |= (uint64_t)1 << o;
+        }
         if (km & (km - 1)) {
-            for (uint64_t m = km; m; m &= m - 1) keep[r * (k + 1) + __builtin_ctzll(m)] = 1;
+            if (!rowwise)
+                for (uint64_t m = km; m; m &= m - 1) keep[r * (k + 1) + __builtin_ctzll(m)] = 1;
             keep_mask[r] = km;
             core[n_free++] = r;
             rest_w -= option_w(P, r, (Py_ssize_t)choice[r]);
             rest_v -= option_v(P, r, (Py_ssize_t)choice[r]);
         } else if (!((tied[r] >> choice[r]) & 1)) {
             fixed_loss += best - reduced(P, option_w(P, r, choice[r]), option_v(P, r, choice[r]));
+        }
+    visited:
+        if (rowwise) {
+            /* bit o to byte o (bits 0..6 by one product, no carries; bit 7 apart) */
+            uint64_t bytes = ((km & 0x7F) * 0x0002040810204081ULL & 0x0101010101010101ULL) | (km >> 7 & 1) << 56;
+            size_t off = (size_t)r * (size_t)(k + 1);
+            if (off + 8 <= keep_bytes) memcpy(keep + off, &bytes, 8);
+            else
+                for (Py_ssize_t o = 0; o <= k; o++) keep[off + (size_t)o] = (uint8_t)(km >> o & 1);
         }
     }
     int tie_rule = bounded_ties >= 0;
