@@ -806,7 +806,7 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
    of new pages every call, which measured 10 of its 25 ms. Calls hold the GIL, so one
    workspace serves them all; past KEEP_BYTES it is released after the call. */
 #define KEEP_BYTES ((size_t)64 << 20)
-enum { W_HULL, W_HULL_W, W_HULL_V, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
+enum { W_HULL, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
        W_CAND, W_GREEDY, W_BAND, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
        W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_UTIL, W_REF, W_LOSS_ALLOC, W_ROW_BEST, W_TIED_MASK, W_KEEP_MASK,
        W_LP_INC, W_LP_SUMS,
@@ -897,16 +897,16 @@ static size_t shift_reach(const uint64_t *before, uint64_t *now, int64_t words, 
 
 /* The floor raised along the ranked rows' next increments, most efficient first, while they
    fit: tokens and value into *w, *v (which hold the floor's); the levels into opt if given. */
-static void raise_ranked(const Ranking *rk, const int32_t *hull, const int64_t *hull_w, const int64_t *hull_v,
-                         const int *floor_pos, Py_ssize_t k, int64_t capacity, int64_t *v, int64_t *w, int32_t *opt) {
+static void raise_ranked(const Ranking *rk, const Problem *P, const int32_t *hull, const int *floor_pos,
+                         int64_t capacity, int64_t *v, int64_t *w, int32_t *opt) {
     for (size_t a = 0; a < rk->len && *w < capacity; a++) {
         Py_ssize_t r = rk->rank[a].row;
-        size_t at = (size_t)r * (size_t)(k + 1) + (size_t)floor_pos[r] + 1;
-        int64_t ds = hull_w[at] - hull_w[at - 1];
+        size_t at = (size_t)r * (size_t)(P->k + 1) + (size_t)floor_pos[r] + 1;
+        int64_t ds = option_w(P, r, hull[at]) - option_w(P, r, hull[at - 1]);
         if (*w + ds > capacity) continue;
         if (opt) opt[r] = hull[at];
         *w += ds;
-        *v += hull_v[at] - hull_v[at - 1];
+        *v += option_v(P, r, hull[at]) - option_v(P, r, hull[at - 1]);
     }
 }
 
@@ -1067,7 +1067,6 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     int rc = -1;
     int32_t *hull = NULL, *floor_opt = NULL;
     int *hull_len = NULL, *floor_pos = NULL;
-    int64_t *hull_w = NULL, *hull_v = NULL;
     Increment *inc = NULL;
     Candidate *cand = NULL;
     i128 *gap = NULL;
@@ -1080,14 +1079,12 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
 
     hull = scratch(W_HULL, (size_t)n * (size_t)(k + 1), sizeof(int32_t));
     hull_len = scratch(W_HULL_LEN, (size_t)n, sizeof(int));
-    hull_w = scratch(W_HULL_W, (size_t)n * (size_t)(k + 1), sizeof(int64_t));
-    hull_v = scratch(W_HULL_V, (size_t)n * (size_t)(k + 1), sizeof(int64_t));
     floor_pos = scratch(W_FLOOR_POS, (size_t)n, sizeof(int));
     floor_opt = scratch(W_FLOOR_OPT, (size_t)n, sizeof(int32_t));
     inc = scratch(W_INC, (size_t)n * (size_t)(k + 1), sizeof(Increment));
     gap = scratch(W_GAP, (size_t)n, sizeof(i128));
     has_alt = scratch(W_HAS_ALT, (size_t)n, 1);
-    if (!hull || !hull_w || !hull_v || !hull_len || !floor_pos || !floor_opt || !inc || !gap || !has_alt) goto done;
+    if (!hull || !hull_len || !floor_pos || !floor_opt || !inc || !gap || !has_alt) goto done;
 
     /* the sums of tokens below (of levels that fit the capacity, over all rows) stay in 64 bits */
     if ((i128)n * P->capacity >= ((i128)1 << 62)) return 1;
@@ -1115,11 +1112,13 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     }
     int skip_usual = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
+        /* a vertex's tokens and value are its level's (delete: 0, 0): only the levels are kept */
         size_t at = (size_t)i * (size_t)(k + 1);
-        int len = build_hull(P, i, hull + at, hull_w + at, hull_v + at, &on_hull, &skip_usual);
+        int64_t hw[64], hv[64];
+        int len = build_hull(P, i, hull + at, hw, hv, &on_hull, &skip_usual);
         hull_len[i] = len;
         for (int t = 1; t < len; t++) {
-            inc[m] = increment(hull_w[at + t] - hull_w[at + t - 1], hull_v[at + t] - hull_v[at + t - 1]);
+            inc[m] = increment(hw[t] - hw[t - 1], hv[t] - hv[t - 1]);
             total += inc[m].ds;
             m++;
         }
@@ -1159,8 +1158,13 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     const int64_t p = P->p, q = P->q;
     for (Py_ssize_t i = 0; i < n; i++) {
         size_t at = (size_t)i * (size_t)(k + 1);
-        const int64_t *hw = hull_w + at, *hv = hull_v + at;
         int len = hull_len[i], t = 0;
+        int64_t hw[64], hv[64];  /* the vertices' tokens and values, from their levels */
+        for (int a = 0; a < len; a++) {
+            int32_t o = hull[at + (size_t)a];
+            hw[a] = option_w(P, i, o);
+            hv[a] = option_v(P, i, o);
+        }
         while (t + 1 < len && compare_products(hv[t + 1] - hv[t], q, p, hw[t + 1] - hw[t]) > 0) t++;
         first_w += hw[t];
         /* the floor's second step (see above) */
@@ -1240,7 +1244,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     greedy_opt = scratch(W_GREEDY, (size_t)n, sizeof(int32_t));
     if (!greedy_opt) goto done;
     int64_t ranked_v = floor_v, ranked_w = floor_w;
-    raise_ranked(&rank_next, hull, hull_w, hull_v, floor_pos, k, P->capacity, &ranked_v, &ranked_w, NULL);
+    raise_ranked(&rank_next, P, hull, floor_pos, P->capacity, &ranked_v, &ranked_w, NULL);
     inc_v = ranked_v;  /* for the candidate filter */
     size_t n_cand = 0;
     cand = scratch(W_CAND, (size_t)n, sizeof(Candidate));
@@ -1274,7 +1278,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     if (ranked_v > inc_v || (ranked_v == inc_v && ranked_w < inc_w)) {
         memcpy(greedy_opt, floor_opt, sizeof(int32_t) * (size_t)n);
         inc_v = floor_v; inc_w = floor_w;
-        raise_ranked(&rank_next, hull, hull_w, hull_v, floor_pos, k, P->capacity, &inc_v, &inc_w, greedy_opt);
+        raise_ranked(&rank_next, P, hull, floor_pos, P->capacity, &inc_v, &inc_w, greedy_opt);
     }
     /* a third, for the correlated classes, where the bound is usually reached: the optimum then
        keeps every row at an option exactly as good at lambda as its floor and fills the room the
@@ -1539,7 +1543,8 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
                 if (searched[i]) continue;
                 size_t at = (size_t)i * (size_t)(k + 1);
                 for (int t = 1; t < hull_len[i]; t++) {
-                    RowInc x = {hull_w[at + t] - hull_w[at + t - 1], hull_v[at + t] - hull_v[at + t - 1], i};
+                    int32_t o = hull[at + (size_t)t], o0 = hull[at + (size_t)t - 1];
+                    RowInc x = {option_w(P, i, o) - option_w(P, i, o0), option_v(P, i, o) - option_v(P, i, o0), i};
                     if (t > floor_pos[i]) up.all[up.len++] = x;
                     else down.all[down.len++] = x;
                 }
