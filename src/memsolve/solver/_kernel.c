@@ -809,7 +809,7 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
 enum { W_HULL, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
        W_CAND, W_GREEDY, W_BAND, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
        W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_UTIL, W_REF, W_LOSS_ALLOC, W_ROW_BEST, W_TIED_MASK, W_KEEP_MASK,
-       W_LP_INC, W_LP_SUMS,
+       W_LP_INC, W_LP_SUMS, W_LEAD_SUMS,
        W_CUT_LIGHT, W_CUT_VALUES, W_CUT_USABLE, W_CUT_HULL, W_CUT_HW, W_CUT_INC, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
@@ -1251,7 +1251,9 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     if (!cand) goto done;
     for (Py_ssize_t i = 0; i < n; i++)
         if (has_alt[i] && upper - gap[i] >= (i128)P->q * inc_v) {
-            cand[n_cand].gap = (double)gap[i];
+            /* (a gap within 64 bits converts as the same double without the 128-bit routine) */
+            i128 g = gap[i];
+            cand[n_cand].gap = g == (i128)(int64_t)g ? (double)(int64_t)g : (double)g;
             cand[n_cand].row = i;
             n_cand++;
         }
@@ -1638,6 +1640,21 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     }
     size_t keep_bytes = (size_t)n * (size_t)(k + 1);
     int at_bound = match == upper;  /* an option needs the reduced value least = match - upper + best */
+    /* Where the optimum is worth the bound (Pisinger's correlated classes) and every record is
+       visited in order, the tie rule's lead (below) is taken in this pass, while each free row's
+       levels are at hand: every kept option is then tied at lambda and no fixed row loses
+       anything, so the bound with any prefix at the lead is the bound itself and each free row's
+       lead is its first kept option. Both are checked (lead_ok); else the lead pass runs. */
+    int fused = in_order && at_bound && visit == (size_t)n;
+    int lead_ok = fused;
+    int32_t *lead_top = NULL;
+    int64_t *lead_sums = NULL, lead_w = 0, lead_v = 0;
+    if (fused) {
+        lead_top = scratch(W_TOP, (size_t)n, sizeof(int32_t));
+        lead_sums = scratch(W_LEAD_SUMS, 2 * ((size_t)n + 1), sizeof(int64_t));
+        if (!lead_top || !lead_sums) goto done;
+        lead_sums[0] = lead_sums[n + 1] = 0;
+    }
     for (size_t c = 0; c < visit; c++) {
         Py_ssize_t r = in_order ? (Py_ssize_t)c : cand[c].row;
         uint64_t km = (uint64_t)1 << choice[r];
@@ -1654,6 +1671,15 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             if (!rowwise)
                 for (uint64_t m = km; m; m &= m - 1) keep[r * (k + 1) + __builtin_ctzll(m)] = 1;
             keep_mask[r] = km;
+            if (fused) {
+                int o = __builtin_ctzll(km);
+                lead_ok &= !(km & ~tied[r]);
+                lead_top[n_free] = (int32_t)o;
+                lead_w += option_w(P, r, o);
+                lead_v += option_v(P, r, o);
+                lead_sums[n_free + 1] = lead_w;
+                lead_sums[(size_t)n + 1 + n_free + 1] = lead_v;
+            }
             core[n_free++] = r;
             rest_w -= option_w(P, r, (Py_ssize_t)choice[r]);
             rest_v -= option_v(P, r, (Py_ssize_t)choice[r]);
@@ -1701,19 +1727,22 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
            Prefix sums of the lead's tokens and value; suffix sums of the least and most tokens
            and value over kept options (the window a suffix can reach). */
         int64_t *tail = scratch(W_TAIL, 6 * (F + 1), sizeof(int64_t));
-        int32_t *top = scratch(W_TOP, F, sizeof(int32_t));
+        int32_t *top = fused ? lead_top : scratch(W_TOP, F, sizeof(int32_t));
         i128 *lead_bound = scratch(W_LEAD, F + 1, sizeof(i128));
         i128 *tied_best = scratch(W_TIED, F + 1, sizeof(i128));
         if (!tail || !top || !lead_bound || !tied_best) goto done;
-        int64_t *top_w = tail, *top_v = tail + (F + 1), *min_w = tail + 2 * (F + 1), *max_w = tail + 3 * (F + 1),
+        lead_ok &= fixed_loss == 0;
+        int64_t *top_w = lead_ok ? lead_sums : tail, *top_v = lead_ok ? lead_sums + (size_t)n + 1 : tail + (F + 1);
+        int64_t *min_w = tail + 2 * (F + 1), *max_w = tail + 3 * (F + 1),
                 *min_v = tail + 4 * (F + 1), *max_v = tail + 5 * (F + 1);
         top_w[0] = top_v[0] = 0;
         lead_bound[0] = upper - fixed_loss;  /* every free row at its best */
         size_t lead = F;  /* rows the lead reaches: past it the bound allows no option */
         int all_tied = bounded_ties != 2;  /* 2: the Pareto layers only (tests compare the two) */
         /* one pass, first to last: the lead (the suffix sums of the windows are taken below, from
-           the last row back, only as far as the tail reaches) */
-        for (size_t j = 0; j < F; j++) {
+           the last row back, only as far as the tail reaches); taken already where lead_ok, every
+           lead_bound[j] then being lead_bound[0] */
+        for (size_t j = 0; j < F && !lead_ok; j++) {
             Py_ssize_t r = free_rows[j];
             uint64_t km = keep_mask[r];
             int tied_row = !(km & ~tied[r]);
@@ -1801,7 +1830,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
                     if (!bits) goto done;
                     memset(bits + word_at[s], 0, (words - word_at[s]) * sizeof(uint64_t));
                     /* can_match with every tail row at a tied option: the same test for every state */
-                    int allowed = !empty && can_match(P, lead_bound[s], best_v, best_w);
+                    int allowed = !empty && can_match(P, lead_bound[lead_ok ? 0 : s], best_v, best_w);
                     bits[word_at[F]] = allowed;  /* layer F: the empty sum, 0 tokens (lo_of[F] = 0) */
                     for (size_t j = F; j-- > s && allowed;) {
                         Py_ssize_t r = free_rows[j];
@@ -1854,7 +1883,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             ((Pair *)pairs.a)[0] = (Pair){0, 0};
             pairs.len = 1;
             ps[F] = 0;
-            i128 base = lead_bound[s];  /* the lead before s, every tail row at its best */
+            i128 base = lead_bound[lead_ok ? 0 : s];  /* the lead before s, every tail row at its best */
             for (size_t j = F; j-- > s;) {
                 Py_ssize_t r = free_rows[j];
                 base -= row_best[r];  /* this row's contribution now comes from the state */
