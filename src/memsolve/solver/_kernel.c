@@ -676,7 +676,7 @@ static inline int push_vertex(int32_t *hull, int64_t *hw, int64_t *hv, int h, in
 
 /* Row i's upper convex hull from delete (0, 0): option indices into hull, their tokens and
    values into hw, hv; returns the number of vertices. Counts usable levels on the hull. */
-static int build_hull(const Problem *P, Py_ssize_t i, int32_t *hull, int64_t *hw, int64_t *hv, long *on_hull,
+static inline __attribute__((always_inline)) int build_hull(const Problem *P, Py_ssize_t i, int32_t *hull, int64_t *hw, int64_t *hv, long *on_hull,
                       int *skip_usual) {
     Py_ssize_t k = P->k;
     int32_t po[64];
