@@ -357,14 +357,24 @@ def _parse_yaml(text: str, file: str) -> Document:
     except RecursionError:
         raise InputError(f"nesting deeper than {MAX_DEPTH} levels", Location(file)) from None
 
+    kept: list[Any] = []  # a small file's node tree, composed once: a policy locates each of its rules
+
     def locator(path: PathT, key: bool) -> tuple[int, int] | None:
-        try:  # the same (C) loader that parsed it: the pure-Python one disagrees on some tabs
-            node = yaml.compose(text, Loader=_BaseLoader)
-        except yaml.YAMLError:
-            return None
-        return _yaml_locate(node, path, key)
+        if kept:
+            node = kept[0]
+        else:
+            try:  # the same (C) loader that parsed it: the pure-Python one disagrees on some tabs
+                node = yaml.compose(text, Loader=_BaseLoader)
+            except yaml.YAMLError:
+                node = None
+            if len(text) <= _KEPT_TREE:  # a large file's tree would outlive its one error
+                kept.append(node)
+        return None if node is None else _yaml_locate(node, path, key)
 
     return Document(file, text, data, "yaml", locator)
+
+
+_KEPT_TREE = 1 << 16  # characters of YAML whose node tree a document keeps between lookups
 
 
 def _yaml_locate(node: Any, path: PathT, key: bool = False) -> tuple[int, int] | None:
