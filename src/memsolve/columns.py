@@ -40,6 +40,13 @@ def distinct(values: np.ndarray) -> np.ndarray:
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
 
 
+def objects(values: Sequence[Any]) -> np.ndarray:
+    """Values (texts) as a 1-d object array: indexed by numpy rather than by a Python loop."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
 def _code_counts(codes: np.ndarray) -> np.ndarray | None:
     """How many rows hold each code from 0 up, where the codes are integers from 0 to a few
     times their number (a count per code is then cheaper than a sort); None otherwise."""

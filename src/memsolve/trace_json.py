@@ -23,16 +23,10 @@ from typing import Any
 import numpy as np
 import orjson
 
-from .columns import Columns, distinct, groups
+from .columns import Columns, distinct, groups, objects
 from .policies.verdicts import Judgement, RuleMask, Verdict
 from .result import json_string, json_text
 from .solver.compile import Allocations, Compiled, level_text
-
-
-def _strings(values: Sequence[str]) -> np.ndarray:
-    out = np.empty(len(values), dtype=object)
-    out[:] = values
-    return out
 
 
 def verdict_json(verdict: Verdict) -> str:
@@ -80,7 +74,7 @@ def _ids(columns: Columns, rows: np.ndarray) -> list[str]:
     excluded records only, of a large set) are written on their own."""
     if 4 * len(rows) < len(columns):
         return json_strings([columns.records[row].id for row in rows.tolist()])
-    kept = columns.memo(("json", "ids"), lambda: _strings(json_strings(list(map(_ID, columns.records)))))
+    kept = columns.memo(("json", "ids"), lambda: objects(json_strings(list(map(_ID, columns.records)))))
     return kept[rows].tolist()
 
 
@@ -95,7 +89,7 @@ def _entry_heads(columns: Columns, rows: np.ndarray) -> list[str]:
     if 4 * len(rows) < len(columns):
         return heads(_ids(columns, rows), columns.index[rows])
     every = np.arange(len(columns))
-    kept = columns.memo(("json", "entry-heads"), lambda: _strings(heads(_ids(columns, every), columns.index)))
+    kept = columns.memo(("json", "entry-heads"), lambda: objects(heads(_ids(columns, every), columns.index)))
     return kept[rows].tolist()
 
 
@@ -126,7 +120,7 @@ def rule_pieces(mask: RuleMask, rows: np.ndarray, lead: str = "") -> list[Iterab
             texts = None if mask.written is None else mask.written(rows[first])
             if texts is None:
                 texts = [verdict_json(mask.verdict(row)) for row in rows[first].tolist()]
-            return [_strings([lead + text for text in texts])[inverse].tolist()]
+            return [objects([lead + text for text in texts])[inverse].tolist()]
     written = None if mask.written is None else mask.written(rows)
     if written is None:
         written = [verdict_json(mask.verdict(row)) for row in rows.tolist()]
@@ -155,7 +149,7 @@ def _offer_texts(levels: Sequence[str], tokens: np.ndarray, utility: np.ndarray,
         if not at.size:
             continue
         head = f'{{"level": {json_string(level)}, "tokens": '
-        leads = _strings([head, ", " + head])[before[at].astype(np.intp)].tolist()
+        leads = objects([head, ", " + head])[before[at].astype(np.intp)].tolist()
         utilities = json_numbers(utility[at, j])
         texts = [leads, json_ints(tokens[at, j]), ', "utility": ', utilities, ', "value": ',
                  utilities if same else json_numbers(value[at, j]), "}"]
@@ -182,7 +176,7 @@ def _offers(compiled: Compiled, rows: np.ndarray, tokens: np.ndarray, utility: n
     state = kept[0]  # read once: a turn on another thread replaces it whole, never in part
     at = compiled.rows[rows]  # the rows' rows in the columns
     if state is None:  # the first writing: every row's
-        out = _strings(_offer_texts(compiled.levels, tokens, utility, value, offered))
+        out = objects(_offer_texts(compiled.levels, tokens, utility, value, offered))
         n, k = len(columns), len(compiled.levels)
         state = (np.zeros(n, dtype=bool), np.zeros((n, k), dtype=bool), *(np.zeros((n, k), dtype=np.int64)
                  for _ in range(3)), np.full(n, "", dtype=object))
@@ -216,12 +210,12 @@ def allocation_tails(allocations: Allocations, rows: np.ndarray, columns: Column
     value = utility - inst.price * tokens
     if not (np.isfinite(utility[offered]).all() and np.isfinite(value[offered]).all()):
         return None
-    heads = _strings([f'], "allocation": {{"level": {json_string(level)}, "offered": ['
+    heads = objects([f'], "allocation": {{"level": {json_string(level)}, "offered": ['
                       for level in (*levels, "delete")])
     if allocations.searched is None:
         decided: Iterable[str] = repeat("]}}")
     else:
-        decided = _strings(['], "decided_by": "bound"}}', '], "decided_by": "search"}}'])[
+        decided = objects(['], "decided_by": "bound"}}', '], "decided_by": "search"}}'])[
             allocations.searched[rows].astype(np.intp)].tolist()
     out = list(map("".join, zip(heads[allocations.choice[rows]].tolist(),
                                 _offers(compiled, rows, tokens, utility, value, offered, columns), decided,
@@ -257,7 +251,7 @@ def selected_lines(allocations: Allocations, columns: Columns | None = None) -> 
     else:
         records = list(map(compiled.source.__getitem__, source.tolist()))
         texts = json_strings(list(map(level_text, records, [levels[j] for j in at.tolist()])))
-    names = _strings([f', "level": {json_string(level)}, "tokens": ' for level in levels])[at].tolist()
+    names = objects([f', "level": {json_string(level)}, "tokens": ' for level in levels])[at].tolist()
     return list(map("".join, zip(
         repeat('{"id": '), ids, names, json_ints(inst.tokens[rows, at]), repeat(', "utility": '),
         json_numbers(utility), repeat(', "text": '), texts, repeat("}"))))
@@ -308,7 +302,7 @@ def trace_lines(
     # each line in pieces, one column of texts per piece, joined row by row
     outcome = np.zeros(len(rows), dtype=np.intp)
     outcome[eligible] = 1 + (allocations.choice[at] >= 0)
-    opening = _strings(['"excluded", "rules": [', '"dropped", "rules": [', '"selected", "rules": ['])[outcome]
+    opening = objects(['"excluded", "rules": [', '"dropped", "rules": [', '"selected", "rules": ['])[outcome]
     ends = np.full(len(rows), "]}", dtype=object)
     ends[eligible] = tails
     pieces: list[Iterable[str]] = [_entry_heads(judgement.columns, rows), opening.tolist()]

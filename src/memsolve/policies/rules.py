@@ -15,12 +15,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
 from json.encoder import encode_basestring
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
 
-from ..columns import ABSENT, Columns, distinct, renumbered
+from ..columns import ABSENT, Columns, distinct, objects, renumbered
 from ..context import ResolvedContext
 from ..errors import InputError
 from ..records import DELETE, Record
@@ -433,21 +433,21 @@ def _latest_key(rule: LatestKeyRule, cols: Columns) -> RuleMask:
         evidence = {"key": record.key, "latest": best.id, "tie": tied}
         return Verdict(rule.id, is_latest, reason(row), evidence)
 
-    def by_case(rows: np.ndarray, keys: Sequence[str], ids_of: Callable[[], Sequence[str]],
+    def by_case(rows: np.ndarray, keys: np.ndarray, ids_of: Callable[[], np.ndarray],
                 template_of: Callable[[bool, bool], str], keyless: str) -> list[str]:
         """Each row's text: ``template_of(latest, tied)`` once for each of the four cases, with
-        each row's key (``keys``, by code) and latest id (``ids_of()``, by row) laid into it;
-        ``keyless`` for a row without a key."""
+        each row's key (``keys``, by code) and latest id (``ids_of()``, by row; object arrays)
+        laid into it; ``keyless`` for a row without a key."""
         codes, winners, ties = cols.key.codes[rows], winner[rows], tie[rows]
         is_latest = winners == rows
         out = np.full(len(rows), keyless, dtype=object)
-        ids: Sequence[str] | None = None
+        ids: np.ndarray | None = None
         for latest, tied in ((True, False), (True, True), (False, False), (False, True)):
             at = np.flatnonzero((codes != ABSENT) & (is_latest == latest) & (ties == tied))
             if at.size:
-                ids = ids or ids_of()
-                out[at] = _lay(template_of(latest, tied), {_KEY: [keys[code] for code in codes[at].tolist()],
-                                                           _ID: [ids[best] for best in winners[at].tolist()]})
+                ids = ids_of() if ids is None else ids
+                out[at] = _lay(template_of(latest, tied), {_KEY: keys[codes[at]].tolist(),
+                                                           _ID: ids[winners[at]].tolist()})
         return out.tolist()
 
     def written(rows: np.ndarray) -> list[str]:
@@ -461,12 +461,15 @@ def _latest_key(rule: LatestKeyRule, cols: Columns) -> RuleMask:
 
         keyless = f'{head}true, "reason": "{worded(None, "", True, False)}", "evidence": {{"key": null}}}}'
         # the escaped keys and ids depend on the records alone: kept for the next turn
-        return by_case(rows, cols.memo(("escaped keys",), lambda: _escaped(cols.key.values)),
-                       lambda: cols.memo(("escaped ids",), lambda: _escaped([record.id for record in cols.records])),
-                       verdict, keyless)
+        def escaped_ids() -> np.ndarray:
+            return objects(_escaped(list(map(_RECORD_ID, cols.records))))
+
+        return by_case(rows, cols.memo(("escaped keys",), lambda: objects(_escaped(cols.key.values))),
+                       lambda: cols.memo(("escaped ids",), escaped_ids), verdict, keyless)
 
     def reasons(rows: np.ndarray) -> list[str]:  # as ``written``, the reason alone and not escaped
-        return by_case(rows, cols.key.values, lambda: [record.id for record in cols.records],
+        return by_case(rows, cols.memo(("key values",), lambda: objects(cols.key.values)),
+                       lambda: cols.memo(("record ids",), lambda: objects(list(map(_RECORD_ID, cols.records)))),
                        lambda latest, tied: worded(_KEY, _ID, latest, tied), worded(None, "", True, False))
 
     return RuleMask(rule.id, passed, explain, reason=reason, written=written, reasons=reasons)
@@ -490,7 +493,7 @@ def _escaped(values: Sequence[str]) -> list[str]:
     return list(map(_UNQUOTED, map(encode_basestring, values)))
 
 
-_UNQUOTED = itemgetter(slice(1, -1))
+_UNQUOTED, _RECORD_ID = itemgetter(slice(1, -1)), attrgetter("id")
 
 
 def _latest(cols: Columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
