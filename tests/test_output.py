@@ -7,13 +7,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memsolve import output
 from memsolve.errors import InputError
 from memsolve.output import write_atomic, write_text
 
@@ -148,7 +148,7 @@ def test_file_system_failures_are_one_input_error(tmp_path: Path, monkeypatch: p
         Path(tmp).write_text("new")
 
     if where == "mkstemp":
-        monkeypatch.setattr(tempfile, "mkstemp", fail)
+        monkeypatch.setattr(output, "make_temporary", fail)
     elif where == "replace":
         monkeypatch.setattr(os, "replace", fail)
     elif where == "link":
@@ -192,3 +192,20 @@ def test_a_piece_that_cannot_be_encoded_leaves_nothing(tmp_path: Path) -> None:
     with pytest.raises(UnicodeEncodeError):
         write_text(target, ["{", "\ud800", "}"], force=True)
     assert target.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_a_temporary_file_is_new_private_and_named_in_its_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  ) -> None:
+    monkeypatch.chdir(tmp_path)
+    fd, name = output.make_temporary(Path("."), ".out.json.", ".tmp")
+    os.close(fd)
+    assert os.path.isabs(name) and Path(name).parent == tmp_path
+    assert Path(name).name.startswith(".out.json.") and name.endswith(".tmp")
+    assert stat.S_IMODE(os.lstat(name).st_mode) == 0o600
+    taken = iter([b"\x00" * 6, b"\x00" * 6, b"\x01" * 6])  # the first name exists already: the next is tried
+    monkeypatch.setattr(os, "urandom", lambda n: next(taken))
+    fd, first = output.make_temporary(tmp_path, "t.", "")
+    os.close(fd)
+    fd, second = output.make_temporary(tmp_path, "t.", "")
+    os.close(fd)
+    assert (Path(first).name, Path(second).name) == ("t.000000000000", "t.010101010101")

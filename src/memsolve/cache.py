@@ -31,7 +31,7 @@ import numpy as np
 
 from .policies.model import CacheSettings
 from .records import Record
-from .result import Chosen, Deferred, Lazy
+from .result import Chosen, Lazy, Ordering
 from .solver.compile import Compiled, level_text
 
 if TYPE_CHECKING:  # the exact cache solver is imported when a policy with a cache block solves
@@ -315,21 +315,6 @@ def arrange(compiled: Compiled, choice: np.ndarray, previous: PromptOrder | None
     prompt = PromptOrder(None, None, compiled.instance.tokens[ordered, at],
                          held=Held(compiled.source, compiled.rows[ordered], compiled.levels, at))
     return Arranged(ordered, (rows, cols), kept, intact, prompt)
-
-
-class Ordering(Deferred[str]):
-    """The result's prompt order: the ids, built on first read, and the turn's :class:`PromptOrder`
-    for the next turn (arrays, built on first read)."""
-
-    __slots__ = ("_arranged",)
-
-    def __init__(self, arrange_: Callable[[], Arranged]) -> None:
-        super().__init__(lambda: self.arranged.prompt.ids)
-        self._arranged = Lazy(arrange_)  # once arranged, the previous order is let go
-
-    @property
-    def arranged(self) -> Arranged:
-        return self._arranged.get()
 
 
 def order_of(result: Any) -> PromptOrder:

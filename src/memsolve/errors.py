@@ -11,7 +11,6 @@ The library raises these and never prints or exits; the CLI maps them to exit co
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -89,9 +88,13 @@ def unknown(value: object, options: Iterable[str], what: str) -> str:
     text = str(value)  # YAML keys may be null or numbers
     # a name far longer than any option is like none of them (and difflib's time grows with it)
     close = len(text) <= 2 * max(map(len, options), default=0) + 10
-    hint = close and (difflib.get_close_matches(text, options, n=1) or difflib.get_close_matches(
-        text.replace("-", "_"), options, n=1
-    ))
+    hint: list[str] = []
+    if close:
+        import difflib  # imported by the error that needs it (its import compiles a pattern)
+
+        hint = difflib.get_close_matches(text, options, n=1) or difflib.get_close_matches(
+            text.replace("-", "_"), options, n=1
+        )
     message = f"unknown {what} `{shown(text)}`"
     if hint:
         return message + f"; did you mean `{hint[0]}`?"

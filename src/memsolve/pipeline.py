@@ -20,11 +20,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from . import cache, collection
+from . import collection
 from .columns import ABSENT, LevelTable
 from .context import Context, ResolvedContext, resolve_context
 from .errors import InputError, SolverError, shown
@@ -40,6 +40,7 @@ from .result import (
     Dropped,
     Excluded,
     GreedyReport,
+    Ordering,
     Price,
     Result,
     SolverReport,
@@ -52,6 +53,9 @@ from .solver import Solution, dp, engines
 from .solver.compile import Allocations, Compiled, compile_rows, level_text
 from .tokens import counter
 from .trace_json import excluded_lines, selected_lines, trace_lines
+
+if TYPE_CHECKING:  # the cache module is imported when a round has a cache block or reads its prompt order
+    from . import cache
 
 STAGES = ("context", "scope", "admit", "rules", "compile", "solve", "check", "result")
 
@@ -407,6 +411,8 @@ def finish(
     clock = timings or Timings()
     solved = None
     if policy.cache is not None:
+        from . import cache
+
         solved = clock.time("solve", lambda: cache.solve(prep.compiled, policy.cache, previous,
                                                          engine or policy.solver.engine, policy.solver.cross_check,
                                                          policy.solver.time_limit_s))
@@ -425,7 +431,11 @@ def finish(
         price = Price(rp.lam, prep.per_token, rp.queue, queue_after)
         allocations = prep.compiled.invert(solution, outcome.reduction, scale)
         done = result(policy, records, prep, outcome, allocations, price, trace)
-        done = cache.ordered(done, previous, policy.cache, solved, allocations)
+        if policy.cache is None:  # the prompt order, arranged when read (as cache.ordered has it)
+            compiled, choice = allocations.compiled, allocations.choice
+            done = replace(done, order=Ordering(lambda: _arranged(compiled, choice, previous)))
+        else:
+            done = cache.ordered(done, previous, policy.cache, solved, allocations)
         return allocations, replace(done, extra=dict(extra)) if extra else done
 
     allocations, final = clock.time("result", report)
@@ -475,6 +485,12 @@ def frontier(policy: Policy, records: RecordSet, context: Context | None = None)
         return dp.frontier(prep.compiled.instance)
     except dp.TooLarge as exc:
         raise SolverError(f"frontier needs the DP table: {exc}") from None
+
+
+def _arranged(compiled: Compiled, choice: np.ndarray, previous: cache.PromptOrder | None) -> cache.Arranged:
+    from . import cache  # a turn that never reads its prompt order never imports it
+
+    return cache.arrange(compiled, choice, previous)
 
 
 def _check_trace(trace: str) -> None:

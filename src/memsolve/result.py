@@ -97,6 +97,22 @@ class Deferred(Sequence[T]):
         return (type(self), (self.items.__iter__,))
 
 
+class Ordering(Deferred[str]):
+    """The result's prompt order: the ids, built on first read, and the turn's prompt order for
+    the next turn (arrays, built on first read): ``arrange`` gives a
+    :class:`memsolve.cache.Arranged`, and is called once, when either is first read."""
+
+    __slots__ = ("_arranged",)
+
+    def __init__(self, arrange: Callable[[], Any]) -> None:
+        super().__init__(lambda: self.arranged.prompt.ids)
+        self._arranged = Lazy(arrange)  # once arranged, the previous order is let go
+
+    @property
+    def arranged(self) -> Any:
+        return self._arranged.get()
+
+
 class Trace(Deferred[T]):
     """A result's trace entries, built on first use, with a writer of their JSON lines that
     needs no entry objects (memsolve.trace_json)."""

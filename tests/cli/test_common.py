@@ -10,13 +10,13 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 import memsolve
+from memsolve import output
 from memsolve.solver.engines import engine_named
 
 from ..conftest import ROOT, needs, write
@@ -163,7 +163,7 @@ def test_out_that_cannot_be_written_is_one_line(cli, tmp_path: Path, monkeypatch
     def denied(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    monkeypatch.setattr(output, "make_temporary", denied)
     out = tmp_path / "ro" / "result.json"
     out.parent.mkdir()
     _one_line(cli(*RESULT, "--out", out), f"error: {out}: cannot write: Permission denied")

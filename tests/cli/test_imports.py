@@ -106,7 +106,8 @@ def test_version_and_help_import_no_command(tmp_path: Path, args: list[str]) -> 
 
 
 # what a solve without state, relevance or a cache block never needs
-ON_DEMAND = ("sqlite3", "memsolve.rounds.state", "memsolve.relevance", "memsolve.solver.cache", "importlib.resources")
+ON_DEMAND = ("sqlite3", "memsolve.rounds.state", "memsolve.relevance", "memsolve.cache", "memsolve.solver.cache",
+             "importlib.resources", "tempfile", "difflib")
 
 
 def test_a_json_solve_with_the_dp_imports_no_ortools_rich_or_matplotlib(tmp_path: Path) -> None:
@@ -128,7 +129,7 @@ def test_state_relevance_and_a_cache_block_import_what_they_use(tmp_path: Path) 
                           "--state", tmp_path / "state.db", "--agent", "a", "--format", "json")
     assert run["code"] == 0, proc.stderr
     assert _loaded(run["modules"], ON_DEMAND) >= {"sqlite3", "memsolve.rounds.state", "memsolve.relevance",
-                                                  "memsolve.solver.cache"}
+                                                  "memsolve.cache", "memsolve.solver.cache"}
 
 
 def test_a_table_imports_rich_and_only_rich(tmp_path: Path) -> None:
