@@ -62,11 +62,14 @@ class ResolvedContext:
     current_versions: Mapping[str, str]
 
 
-@dataclass(frozen=True)
 class _Given:
-    source: str
-    value: Any
-    where: Callable[[], Location] | None  # called only to word a conflict: locating reads the file again
+    """One source's value of a context field (caller, records file or policy); ``where`` is
+    called only to word a conflict (locating reads the file again)."""
+
+    __slots__ = ("source", "value", "where")
+
+    def __init__(self, source: str, value: Any, where: Callable[[], Location] | None) -> None:
+        self.source, self.value, self.where = source, value, where
 
 
 def _pick(name: str, given: list[_Given]) -> Any:

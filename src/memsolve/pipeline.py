@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -62,11 +62,13 @@ STAGES = ("context", "scope", "admit", "rules", "compile", "solve", "check", "re
 T = TypeVar("T")
 
 
-@dataclass
 class Timings:
     """Wall-clock seconds per stage, in the order the stages ran (never part of a result)."""
 
-    seconds: dict[str, float] = field(default_factory=dict)
+    __slots__ = ("seconds",)
+
+    def __init__(self, seconds: dict[str, float] | None = None) -> None:
+        self.seconds: dict[str, float] = {} if seconds is None else seconds
 
     def time(self, stage: str, step: Callable[[], T]) -> T:
         started = time.perf_counter()
@@ -79,27 +81,35 @@ class Timings:
         return ", ".join(f"{stage} {1000 * s:.1f} ms" for stage, s in self.seconds.items())
 
 
-@dataclass(frozen=True)
 class Prepared:
-    """Everything decided before the allocation: context, admission, verdicts, the instance."""
+    """Everything decided before the allocation: context, admission, verdicts, the instance.
 
-    ctx: ResolvedContext
-    admitted: RecordSet  # the tenant's records, those refused at admission marked invalid
-    judgement: Judgement  # every rule over the admitted records' columns
-    eligible: np.ndarray  # the columns' rows that passed every rule: row r of the instance is eligible[r]
-    compiled: Compiled
-    round_price: RoundPrice
-    per_token: float
+    ``admitted``: the tenant's records, those refused at admission marked invalid; ``judgement``:
+    every rule over the admitted records' columns; ``eligible``: the columns' rows that passed
+    every rule (row r of the instance is ``eligible[r]``). (The internal values of this module
+    are plain classes: a dataclass costs ~0.7 ms to create at import, in every CLI process.)"""
+
+    __slots__ = ("ctx", "admitted", "judgement", "eligible", "compiled", "round_price", "per_token")
+
+    def __init__(self, ctx: ResolvedContext, admitted: RecordSet, judgement: Judgement, eligible: np.ndarray,
+                 compiled: Compiled, round_price: RoundPrice, per_token: float) -> None:
+        self.ctx, self.admitted, self.judgement, self.eligible = ctx, admitted, judgement, eligible
+        self.compiled, self.round_price, self.per_token = compiled, round_price, per_token
+
+    def with_compiled(self, compiled: Compiled) -> Prepared:
+        return Prepared(self.ctx, self.admitted, self.judgement, self.eligible, compiled, self.round_price,
+                        self.per_token)
 
 
-@dataclass(frozen=True)
 class Run:
-    """A finished run: what was prepared, the engines' outcome, each record's allocation, the result."""
+    """A finished run: what was prepared, the engines' outcome, each record's allocation (one per
+    eligible record, in input order), the result."""
 
-    prepared: Prepared
-    outcome: engines.Outcome
-    allocations: Allocations  # one per eligible record, in input order
-    result: Result
+    __slots__ = ("prepared", "outcome", "allocations", "result")
+
+    def __init__(self, prepared: Prepared, outcome: engines.Outcome, allocations: Allocations,
+                 result: Result) -> None:
+        self.prepared, self.outcome, self.allocations, self.result = prepared, outcome, allocations, result
 
 
 # --- the stages -------------------------------------------------------------------------
@@ -416,7 +426,7 @@ def finish(
         solved = clock.time("solve", lambda: cache.solve(prep.compiled, policy.cache, previous,
                                                          engine or policy.solver.engine, policy.solver.cross_check,
                                                          policy.solver.time_limit_s))
-        prep = replace(prep, compiled=solved.compiled)
+        prep = prep.with_compiled(solved.compiled)
         outcome = engines.Outcome(solved.found.solution, solved.engine, solved.cross_check, None)
         scale = solved.found.scale
     else:

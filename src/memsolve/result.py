@@ -282,6 +282,8 @@ class TraceEntry:
 
 @dataclass(frozen=True)
 class Price:
+    """The round's price: λ, λ/B per token, and the pricing queue before and after the round."""
+
     lam: float
     per_token: float
     queue_before: float

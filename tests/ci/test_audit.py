@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -65,7 +64,7 @@ def test_invariants_catch_a_broken_isolation(cli, monkeypatch: pytest.MonkeyPatc
         judged = real(*args, **kwargs)
         tenant = judged.masks[0]
         replaced.extend(np.flatnonzero(~tenant.passed).tolist())
-        everyone = replace(broken, passed=np.ones_like(tenant.passed))
+        everyone = RuleMask(broken.rule, np.ones_like(tenant.passed), broken.explain)
         return Judgement.of(judged.columns, (everyone, *judged.masks[1:]))
 
     monkeypatch.setattr(pipeline, "evaluate", no_isolation)

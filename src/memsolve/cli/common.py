@@ -13,7 +13,6 @@ import re
 import signal
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -178,13 +177,13 @@ def context_from_flags(flags: dict[str, Any]) -> Context:
     return Context(**values)
 
 
-@dataclass(frozen=True)
 class Inputs:
     """The policy and records a command names; loaded when the command is ready for them."""
 
-    policy_path: str
-    records_path: str | None
-    overrides: tuple[str, ...] = ()
+    __slots__ = ("policy_path", "records_path", "overrides")
+
+    def __init__(self, policy_path: str, records_path: str | None, overrides: tuple[str, ...] = ()) -> None:
+        self.policy_path, self.records_path, self.overrides = policy_path, records_path, overrides
 
     def files(self) -> list[tuple[str, str | None]]:
         """The input files, by flag (for :func:`check_outputs`)."""

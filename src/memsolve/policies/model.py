@@ -49,38 +49,50 @@ class Rule:
 
 @dataclass(frozen=True)
 class StoresRule(Rule):
+    """Only records of these stores are eligible."""
+
     allow: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class SessionsRule(Rule):
+    """Records of the current session, and of previous ones where ``include_previous``."""
+
     include_previous: bool = True
 
 
 @dataclass(frozen=True)
 class MaxAgeRule(Rule):
+    """Records older than ``limit`` are not eligible."""
+
     limit: Duration | None = None
 
 
 @dataclass(frozen=True)
 class FreshnessRule(Rule):
+    """Records past their time to live (per store, or the default) are not eligible."""
+
     default_ttl: Duration | None = None  # None: never expires
     ttl_by_store: Mapping[str, Duration | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class VersionAuthorityRule(Rule):
+    """An authority record must carry its document's current version (per document, or the default)."""
+
     current_version: str | None = None
     current_versions: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class LatestKeyRule(Rule):
-    pass
+    """Of the records that share a key, only the latest is eligible (decided before any other rule)."""
 
 
 @dataclass(frozen=True)
 class RelevanceRule(Rule):
+    """Scores each record's relevance to the query (with a recency weight and half-life)."""
+
     recency_weight: float = 0.0
     half_life: Duration | None = None
     scorer: str = "tfidf"
@@ -88,6 +100,8 @@ class RelevanceRule(Rule):
 
 @dataclass(frozen=True)
 class Budget:
+    """The round's limits: tokens, and records (None: no limit)."""
+
     tokens: int | None = None
     max_records: int | None = None
 
@@ -103,6 +117,8 @@ class Pricing:
 
 @dataclass(frozen=True)
 class SolverSettings:
+    """The engine that solves, the one that cross-checks it, and its time limit."""
+
     engine: str = "cp-sat"
     cross_check: str = "dp"
     time_limit_s: float = 10.0

@@ -81,31 +81,43 @@ class Ceiling:
     round: int
 
 
-@dataclass(frozen=True, eq=False)
 class RuleMask:
     """One rule over every record at once: which rows pass, and the verdict of one row (its
-    reason and evidence), built only when a trace, an explanation or a table asks for it."""
+    reason and evidence), built only when a trace, an explanation or a table asks for it.
 
-    rule: str
-    passed: np.ndarray  # bool, one per row
-    explain: Callable[[int], Verdict]
-    scores: np.ndarray | None = None  # the relevance rule: each row's score (Verdict.score)
-    # the reason alone (``explain(row).reason`` without the evidence): what a result's list of
-    # excluded records shows, for a million rows at most; rules that exclude many give one
-    reason: Callable[[int], str] | None = None
-    # what a row's verdict depends on besides the rule and the moment, as codes (cheap to ask
-    # again: the columns keep what they derive): rows with equal codes share one verdict, so a
-    # full trace of 10,000 records words a rule like `stores` a few times and writes its JSON
-    # once; None where each row's is its own
-    shared_by: Callable[[], np.ndarray] | None = None
-    # each row's verdict as JSON, worded for many rows at once (``verdict_json(explain(row))`` byte
-    # for byte; memsolve.trace_json): rules whose verdicts are mostly each row's own (latest key,
-    # ages); None from it where a row must be worded on its own (a value JSON cannot hold)
-    written: Callable[[np.ndarray], list[str] | None] | None = None
-    # each row's reason, worded for many rows at once (``reason`` of each, text for text): what a
-    # result's list of excluded records reads, where they are many (latest key)
-    reasons: Callable[[np.ndarray], list[str]] | None = None
-    _shared: dict[int, Verdict] = field(default_factory=dict, repr=False)
+    (RuleMask and Judgement are plain classes, compared by identity: a dataclass costs ~0.7 ms
+    to create at import, in every CLI process.)"""
+
+    __slots__ = ("rule", "passed", "explain", "scores", "reason", "shared_by", "written", "reasons", "_shared")
+
+    def __init__(
+        self,
+        rule: str,
+        passed: np.ndarray,  # bool, one per row
+        explain: Callable[[int], Verdict],
+        scores: np.ndarray | None = None,  # the relevance rule: each row's score (Verdict.score)
+        # the reason alone (``explain(row).reason`` without the evidence): what a result's list of
+        # excluded records shows, for a million rows at most; rules that exclude many give one
+        reason: Callable[[int], str] | None = None,
+        # what a row's verdict depends on besides the rule and the moment, as codes (cheap to ask
+        # again: the columns keep what they derive): rows with equal codes share one verdict, so a
+        # full trace of 10,000 records words a rule like `stores` a few times and writes its JSON
+        # once; None where each row's is its own
+        shared_by: Callable[[], np.ndarray] | None = None,
+        # each row's verdict as JSON, worded for many rows at once (``verdict_json(explain(row))``
+        # byte for byte; memsolve.trace_json): rules whose verdicts are mostly each row's own (latest
+        # key, ages); None from it where a row must be worded on its own (a value JSON cannot hold)
+        written: Callable[[np.ndarray], list[str] | None] | None = None,
+        # each row's reason, worded for many rows at once (``reason`` of each, text for text): what
+        # a result's list of excluded records reads, where they are many (latest key)
+        reasons: Callable[[np.ndarray], list[str]] | None = None,
+    ) -> None:
+        self.rule, self.passed, self.explain, self.scores = rule, passed, explain, scores
+        self.reason, self.shared_by, self.written, self.reasons = reason, shared_by, written, reasons
+        self._shared: dict[int, Verdict] = {}
+
+    def __repr__(self) -> str:
+        return f"RuleMask({self.rule!r}, {len(self.passed)} rows)"
 
     def codes(self) -> np.ndarray | None:
         """One code per row, equal for rows that share a verdict; None where none do."""
@@ -148,15 +160,19 @@ class RuleMask:
         return [texts[at] for at in inverse.tolist()]
 
 
-@dataclass(frozen=True, eq=False)
 class Judgement:
-    """Every rule over every record: the rules stage's output, kept as arrays."""
+    """Every rule over every record: the rules stage's output, kept as arrays.
 
-    columns: Columns
-    masks: tuple[RuleMask, ...]  # in evaluation order: tenant, the policy's rules, the ceiling
-    eligible: np.ndarray  # bool: every rule passed
-    deciding: np.ndarray  # int: index in ``masks`` of the first failing rule, -1 when eligible
-    relevance: np.ndarray | None  # the last relevance rule's scores; None without a query
+    ``masks`` in evaluation order: tenant, the policy's rules, the ceiling; ``eligible``: bool,
+    every rule passed; ``deciding``: int, the index in ``masks`` of the first failing rule, -1
+    when eligible; ``relevance``: the last relevance rule's scores, None without a query."""
+
+    __slots__ = ("columns", "masks", "eligible", "deciding", "relevance")
+
+    def __init__(self, columns: Columns, masks: tuple[RuleMask, ...], eligible: np.ndarray, deciding: np.ndarray,
+                 relevance: np.ndarray | None) -> None:
+        self.columns, self.masks, self.eligible, self.deciding, self.relevance = (
+            columns, masks, eligible, deciding, relevance)
 
     @classmethod
     def of(cls, columns: Columns, masks: tuple[RuleMask, ...]) -> Judgement:

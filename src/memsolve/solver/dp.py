@@ -12,7 +12,7 @@ first-to-last and can prefer each earlier row's highest feasible fidelity.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -23,13 +23,17 @@ MAX_CELLS = 200_000_000
 _NEG = np.int64(-(2**62))
 
 
-@dataclass(frozen=True)
 class Tables:
-    """What the DP keeps: the best value at every capacity and each row's best level."""
+    """What the DP keeps: the best value at every capacity and each row's best level.
 
-    frontier: np.ndarray  # int64 (B+1,): best scaled value within c tokens (count limit applied)
-    choices: np.ndarray  # int8 (n, B+1[, M+1]): best level of row i at (c[, m]); -1 delete
-    count_limit: int | None  # M, when the count dimension is kept
+    ``frontier``: int64 (B+1,), the best scaled value within c tokens (count limit applied);
+    ``choices``: int8 (n, B+1[, M+1]), the best level of row i at (c[, m]), -1 delete;
+    ``count_limit``: M, when the count dimension is kept."""
+
+    __slots__ = ("frontier", "choices", "count_limit")
+
+    def __init__(self, frontier: np.ndarray, choices: np.ndarray, count_limit: int | None) -> None:
+        self.frontier, self.choices, self.count_limit = frontier, choices, count_limit
 
 
 class TooLarge(Exception):

@@ -35,6 +35,8 @@ DENSE_CROSS_CHECK_CELLS = 20_000_000
 
 @dataclass(frozen=True)
 class CrossCheck:
+    """The cross-checking engine's objective and whether it agrees with the primary's."""
+
     engine: str
     objective: float | None
     agrees: bool | None
@@ -130,13 +132,17 @@ class Job:
         return None if self.instance.max_records is None else self.greedy.choice
 
 
-@dataclass(frozen=True)
 class Engine:
-    """One way to solve a job. ``checking``: the engine runs as the independent cross-check."""
+    """One way to solve a job. ``exact``: it proves its optimum (status ``optimal``);
+    ``solve(job, checking)``, ``checking``: the engine runs as the independent cross-check."""
 
-    name: str
-    exact: bool  # proves its optimum (status ``optimal``)
-    solve: Callable[[Job, bool], Solution]
+    __slots__ = ("name", "exact", "solve")
+
+    def __init__(self, name: str, exact: bool, solve: Callable[[Job, bool], Solution]) -> None:
+        self.name, self.exact, self.solve = name, exact, solve
+
+    def __repr__(self) -> str:
+        return f"Engine({self.name!r})"
 
 
 def _dp(job: Job, checking: bool) -> Solution:

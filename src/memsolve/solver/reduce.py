@@ -156,18 +156,20 @@ def split_efficiency(eff: np.ndarray, weight: np.ndarray, capacity: float) -> fl
     return float(eff[order[split]])
 
 
-@dataclass(frozen=True)
 class Relaxation:
-    """The LP relaxation at its optimal multiplier λ*, on (k+1, n) columns (last: delete)."""
+    """The LP relaxation at its optimal multiplier λ*, on (k+1, n) columns (last: delete).
 
-    multiplier: float
-    upper_bound: float  # U(λ*)
-    reduced: np.ndarray  # (k+1, n): v − λ*·s, -inf where not usable
-    row_best: np.ndarray  # (n,)
-    floor: np.ndarray  # int64 (n,): LP-floor level per row, -1 delete (a feasible allocation)
-    usable: np.ndarray  # bool (k+1, n)
-    hull_levels: int
-    lp_dominated: int
+    ``upper_bound``: U(λ*); ``reduced``: (k+1, n), v − λ*·s, -inf where not usable; ``row_best``:
+    (n,); ``floor``: int64 (n,), the LP-floor level per row, -1 delete (a feasible allocation);
+    ``usable``: bool (k+1, n)."""
+
+    __slots__ = ("multiplier", "upper_bound", "reduced", "row_best", "floor", "usable", "hull_levels",
+                 "lp_dominated")
+
+    def __init__(self, multiplier: float, upper_bound: float, reduced: np.ndarray, row_best: np.ndarray,
+                 floor: np.ndarray, usable: np.ndarray, hull_levels: int, lp_dominated: int) -> None:
+        self.multiplier, self.upper_bound, self.reduced, self.row_best = multiplier, upper_bound, reduced, row_best
+        self.floor, self.usable, self.hull_levels, self.lp_dominated = floor, usable, hull_levels, lp_dominated
 
 
 def relax(instance: Instance, scaled: Scaled) -> Relaxation:
