@@ -21,19 +21,37 @@ import calendar
 import math
 import re
 from datetime import datetime, timedelta, timezone
+from functools import cache
 
 NUMBER = "number"
 RFC3339 = "rfc3339"
 
-# re.ASCII: without it \d matches any Unicode digit (Arabic-Indic, fullwidth...) and float() reads them
-_DURATION = re.compile(r"[ \t\r\n]*(\d+(?:\.\d+)?)[ \t\r\n]*(s|m|h|d|w)[ \t\r\n]*", re.ASCII)
+_DURATION_SHAPE = r"[ \t\r\n]*(\d+(?:\.\d+)?)[ \t\r\n]*(s|m|h|d|w)[ \t\r\n]*"
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_RFC3339 = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|([+-])(\d{2}):(\d{2}))", re.ASCII
-)
-# the same shape with any Unicode digit: only to explain why such a time is refused
-_RFC3339_ANY_DIGITS = re.compile(_RFC3339.pattern)
-_DURATION_ANY_DIGITS = re.compile(_DURATION.pattern)
+_RFC3339_SHAPE = r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|([+-])(\d{2}):(\d{2}))"
+
+
+# re.ASCII: without it \d matches any Unicode digit (Arabic-Indic, fullwidth...) and float() reads them
+_RFC3339 = re.compile(_RFC3339_SHAPE, re.ASCII)  # a record's time: compiled once, read for every record
+
+
+# compiled on first use (a round with plain-number durations reads none as text)
+@cache
+def _duration() -> re.Pattern[str]:
+    return re.compile(_DURATION_SHAPE, re.ASCII)
+
+
+# the same shapes with any Unicode digit: only to explain why such a time is refused
+@cache
+def _rfc3339_any_digits() -> re.Pattern[str]:
+    return re.compile(_RFC3339_SHAPE)
+
+
+@cache
+def _duration_any_digits() -> re.Pattern[str]:
+    return re.compile(_DURATION_SHAPE)
+
+
 _SPACE = " \t\r\n"  # what may surround a time or a duration (str.strip() would take any Unicode space)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -95,7 +113,7 @@ def parse_timestamp(value: object) -> float:
             # a field out of range, an offset of 60 minutes (fromisoformat takes +05:60), a time near the
             # ends of the range that its offset may push past them, or a Python whose fromisoformat is stricter
             return _in_range(_moment(value, match), value)
-        if not value.isascii() and _RFC3339_ANY_DIGITS.fullmatch(value.strip(_SPACE)):
+        if not value.isascii() and _rfc3339_any_digits().fullmatch(value.strip(_SPACE)):
             raise TimeValueError(f"time `{_show(value)}` has digits other than ASCII 0-9")
     raise TimeValueError(
         f"expected a number or an RFC 3339 time like `2026-11-30T09:00:00Z`, got `{_show(value)}`"
@@ -155,7 +173,7 @@ def parse_duration(value: object, kind: str) -> float:
             f"times are plain numbers here, so durations must be numbers too, got `{_show(value)}`"
         )
     if isinstance(value, str):
-        match = _DURATION.fullmatch(value)
+        match = _duration().fullmatch(value)
         if match:
             seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]  # inf for 400 digits
             if not seconds <= MAX_DURATION:
@@ -163,7 +181,7 @@ def parse_duration(value: object, kind: str) -> float:
                     f"duration `{_show(value)}` is longer than the 9,999 years RFC 3339 times can span"
                 )
             return seconds
-        if not value.isascii() and _DURATION_ANY_DIGITS.fullmatch(value):
+        if not value.isascii() and _duration_any_digits().fullmatch(value):
             raise TimeValueError(f"duration `{_show(value)}` has digits other than ASCII 0-9")
     if isinstance(value, (int, float)):
         raise TimeValueError(
