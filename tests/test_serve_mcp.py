@@ -157,3 +157,21 @@ def test_from_an_export_leaves_out_other_tenants_bad_items_and_fails_on_its_own(
                           timeout=60)
     assert proc.returncode == 2 and "globex" not in proc.stderr
     assert proc.stderr.startswith(f"error: {export}:1:") and "[2].created_at: `yesterday`" in proc.stderr
+
+
+def test_the_server_collects_cycles_while_it_serves(tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One-shot commands run with the cyclic collector off; a server runs for hours, so it collects."""
+    import gc
+
+    from memsolve import serve_mcp
+
+    seen: list[bool] = []
+
+    class Recording:
+        def run(self, transport: str) -> None:
+            seen.append(gc.isenabled())
+
+    monkeypatch.setattr(serve_mcp, "build_server", lambda selector: Recording())
+    result = cli("mcp", "--policy", POLICY, "--records", _records(tmp_path))
+    assert result.exit_code == 0, result.stderr
+    assert seen == [True]

@@ -297,3 +297,21 @@ def test_an_unreachable_scheduler_is_one_line(tmp_path: Path, cli) -> None:
                      "--scheduler", "tcp://127.0.0.1:1")
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith("error: --scheduler: cannot reach the Dask scheduler at tcp://127.0.0.1:1 (")
+
+
+def test_a_batch_collects_cycles_while_it_runs(tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One-shot commands run with the cyclic collector off; a fleet's run lasts, so it collects."""
+    import gc
+
+    from memsolve.fleet import batch as fleet_batch
+
+    seen: list[bool] = []
+
+    def recording(*args, **kwargs):
+        seen.append(gc.isenabled())
+        raise memsolve.InputError("stopped by the test")
+
+    monkeypatch.setattr(fleet_batch, "run_batch", recording)
+    result = cli("batch", "--policy", POLICY, "--agents", FLEET / "records", "--out", tmp_path / "r.jsonl")
+    assert result.exit_code == 2 and "stopped by the test" in result.stderr
+    assert seen == [True]

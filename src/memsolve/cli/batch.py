@@ -9,7 +9,7 @@ import click
 
 from ..errors import InputError
 from ..result import TRACE_MODES
-from .common import EXIT_FAILED, EXIT_INPUT, EXIT_OK, check_outputs, format_option, guarded
+from .common import EXIT_FAILED, EXIT_INPUT, EXIT_OK, check_outputs, format_option, guarded, long_running
 
 
 @click.command()
@@ -59,6 +59,7 @@ def batch(policy_path, source, out, scheduler, workers, partition_size, baseline
     def on_error(agent: str, message: str) -> None:
         click.echo(f"error: agent `{agent}`: {message}", err=True)
 
+    long_running()
     try:
         summary = run_batch(policy_path, agents, out, scheduler=scheduler, workers=workers,
                             partition_size=partition_size, trace=trace_mode, baseline_dir=baseline_dir,

@@ -8,6 +8,7 @@ line, the records file, the policy and policy tests name the same facts.
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import re
 import signal
@@ -82,6 +83,14 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
             signal.signal(signal.SIGTERM, previous)
 
     return wrapper
+
+
+def long_running() -> None:
+    """A command that serves or works for long (a server, a fleet) collects cycles again: one-shot
+    runs have the collector off (``cli.run``, :func:`guarded`), and a server's requests would
+    otherwise keep every cycle they leave until it stops. Each run still pauses it for its own
+    duration (``pipeline.run``)."""
+    gc.enable()
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -6,7 +6,7 @@ import click
 
 from ..adapters import SOURCES
 from ..errors import InputError
-from .common import check_outputs, guarded
+from .common import check_outputs, guarded, long_running
 
 
 @click.command()
@@ -53,6 +53,7 @@ def mcp(policy_path, records_path, source, state_path, agent) -> None:
     else:
         records = load_records(records_path)
     selector = Selector(policy, records, state=state_path, agent=agent)
+    long_running()
     build_server(selector).run("stdio")
 
 

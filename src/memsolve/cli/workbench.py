@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import gc
 import ipaddress
 import socket
 
 import click
 
-from .common import guarded
+from .common import guarded, long_running
 
 
 @click.command()
@@ -56,9 +55,7 @@ def workbench(policy_path: str, records_path: str | None, labelled_path: str | N
         click.echo(f"warning: listening on {host}: anyone who can reach this machine can use the page "
                    f"(as a Host it accepts: {names}; more with --allow-host)", err=True)
     click.echo(f"memsolve workbench: http://{shown}:{bound[1]}/  (Ctrl-C stops it)", err=True)
-    # `guarded` pauses the cyclic collector for a command's run; a server runs for hours, so it collects
-    # (each run pauses it again for its own duration, as pipeline.run does for the CLI)
-    gc.enable()
+    long_running()
     config = uvicorn.Config(create_app(bench, host, allow_hosts), log_level="warning", lifespan="off")
     uvicorn.Server(config).run(sockets=[listener])
 
