@@ -293,3 +293,20 @@ def test_long_names_in_errors_are_cut(tmp_path: Path, cli) -> None:
         assert result.exit_code == 2 and len(result.stderr) < 400 and "Z" * 41 not in result.stderr, args
     with pytest.raises(memsolve.InputError, match=r"unknown engine `Z{37}\.\.\.`"):
         engine_named(name)
+
+
+@pytest.mark.parametrize(("given", "expected"), [({}, "1"), ({"OPENBLAS_NUM_THREADS": "3"}, "3"),
+                                                 ({"OMP_NUM_THREADS": "4"}, "None")])
+def test_the_cli_process_runs_one_blas_thread_unless_told(given: dict[str, str], expected: str) -> None:
+    """cli.run sets OPENBLAS_NUM_THREADS=1 before numpy loads, where no thread count is set."""
+    script = ("import atexit, os, sys\n"
+              "atexit.register(lambda: print(os.environ.get('OPENBLAS_NUM_THREADS')))\n"
+              "sys.argv = ['memsolve', '--version']\n"
+              "from memsolve.cli import run\n"
+              "run()\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+                                                               "OMP_NUM_THREADS")}
+    done = subprocess.run([sys.executable, "-c", script], env={**env, **given}, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == expected

@@ -187,6 +187,9 @@ def main() -> None:
     """
 
 
+_BLAS_THREADS = frozenset(("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"))
+
+
 def run() -> NoReturn:
     """The ``memsolve`` process (``python -m memsolve`` and the installed command): :func:`main`,
     then out of the process at once, its exit handlers run and its streams flushed first.
@@ -200,7 +203,15 @@ def run() -> NoReturn:
     what a command imports and makes lives until the exit, and rescanning it (after the command
     modules' imports, and once more over the whole round when a command's pause ended) was 4% of a
     10,000-record round. A server that runs for hours turns it back on (``memsolve workbench``).
+
+    OpenBLAS runs one thread unless the environment says otherwise (``OPENBLAS_NUM_THREADS``,
+    ``GOTO_NUM_THREADS`` or ``OMP_NUM_THREADS``): memsolve's products are a few features wide,
+    and starting a pool of BLAS threads was a third of numpy's import (50 ms of wall time on two
+    cores). One thread also sums every product in one order, whatever the machine's cores (Dask
+    gives its workers the same setting).
     """
+    if not _BLAS_THREADS.intersection(os.environ):
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"  # before numpy loads OpenBLAS: it reads this then
     gc.disable()
     try:
         main()
