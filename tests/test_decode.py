@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import memsolve
-from memsolve import decode, records, source
+from memsolve import decode, records, source, timeutil
 from memsolve.level import Level
 from memsolve.records import InvalidRecord, RecordSet
 from memsolve.source import jsonl_lines
@@ -201,7 +201,7 @@ def test_the_compiled_record_builder_builds_the_python_records(items: list[dict[
 
     compiled, python = _decoded_twice(items)
     expected = records._decoded_records_python(python)
-    built, todo = _scan.records_of(compiled, decode.DecodedRecord, Level, records.Record, decode.UNSET)
+    built, todo = _scan.records_of(compiled, *_BUILDER)
     for record in built:  # a record's levels hold no container: the collector need not track them
         assert record is None or not gc.is_tracked(record.levels)
     for position in todo:
@@ -214,19 +214,29 @@ def test_the_compiled_record_builder_leaves_what_it_does_not_build_to_python() -
     from memsolve import _scan
 
     items = [{"id": "a", "timestamp": 1, "tokens": 2},  # built: one level, raw
-             {"id": "b", "timestamp": "2026-11-30T09:00:00Z", "tokens": 2},  # an RFC 3339 time
+             {"id": "b", "timestamp": "2026-11-30T09:00:00Z", "ttl": "1h", "tokens": 2},  # a duration to parse
              {"id": "c", "timestamp": 1, "tokens": 2, "metadata": {}},  # metadata
              {"id": "d", "timestamp": 1, "representations": {"raw": {"tokens": 1}, "delete": {"tokens": 0}}},
              {"id": "e", "timestamp": 1, "utility": 1, "decision_value": 1, "tokens": 2},
              {"id": "f", "timestamp": 1, "representations": {"raw": {"utility": 1}}},  # nothing to size it by
-             {"id": "g", "timestamp": 2.5, "ttl": 3, "authority": False, "covers": ["a"], "text": "x",
-              "representations": {"raw": {"utility": 1}, "gist": {"tokens": 1, "covers": ["b"]}}}]
+             {"id": "g", "timestamp": "2026-02-30T09:00:00Z", "tokens": 2},  # a time parse_timestamp refuses
+             {"id": "h", "timestamp": 2.5, "ttl": 3, "authority": False, "covers": ["a"], "text": "x",
+              "representations": {"raw": {"utility": 1}, "gist": {"tokens": 1, "covers": ["b"]}}},
+             {"id": "i", "timestamp": " 2026-11-30T09:00:00.5+05:30", "ttl": None, "tokens": 2}]  # built: RFC 3339
     decoded, python = _decoded_twice(items)
-    built, todo = _scan.records_of(decoded, decode.DecodedRecord, Level, records.Record, decode.UNSET)
-    assert todo == [1, 2, 3, 4, 5]
-    assert [built[0], built[6]] == [r for r in records._decoded_records_python(python) if r is not None][::3]
-    assert built[6].levels[1] == Level("gist", 1, None, None, ("b",)) and built[6].ttl == 3.0
+    built, todo = _scan.records_of(decoded, *_BUILDER)
+    assert todo == [1, 2, 3, 4, 5, 6]
+    expected = records._decoded_records_python(python)
+    assert [built[0], built[7], built[8]] == [expected[0], expected[7], expected[8]]
+    assert expected[6] is None and expected[1] is not None  # the todo: Python builds one, refuses the other
+    assert built[7].levels[1] == Level("gist", 1, None, None, ("b",)) and built[7].ttl == 3.0
+    assert built[8].time_kind == "rfc3339" and built[8].ttl is None and built[8].ttl_given
     assert records._decoded_records([None]) == [None]
+
+
+# what records._decoded_records gives the compiled builder, besides the decoded items
+_BUILDER = (decode.DecodedRecord, Level, records.Record, decode.UNSET, timeutil.parse_timestamp,
+            timeutil.TimeValueError, timeutil.RFC3339)
 
 
 def test_the_fuzz_corpus_loads_the_same_both_ways(tmp_path: Path) -> None:

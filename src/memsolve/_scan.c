@@ -554,18 +554,27 @@ static PyObject *levels_of(PyObject *const *field, const LevelSlots *slots, PyOb
     return levels;
 }
 
-/* records_of(decoded, DecodedRecord, Level, Record, UNSET) -> (records, todo): the Record each
-   decoded item (a DecodedRecord) stands for, at its position, as records._decoded_record builds
-   it, for the items whose times are plain numbers and that write no metadata; None for a None
-   item (the exact path reads it) and for each position in `todo`, which records._decoded_record
-   takes (an RFC 3339 time, metadata, a record it may refuse). */
+/* Add position i to the list `todo`; -1 on an error. */
+static int add_position(PyObject *todo, Py_ssize_t i) {
+    PyObject *position = PyLong_FromSsize_t(i);
+    int failed = position == NULL || PyList_Append(todo, position) < 0;
+    Py_XDECREF(position);
+    return failed ? -1 : 0;
+}
+
+/* records_of(decoded, DecodedRecord, Level, Record, UNSET, parse_timestamp, TimeValueError, RFC3339)
+   -> (records, todo): the Record each decoded item (a DecodedRecord) stands for, at its position,
+   as records._decoded_record builds it, for the items that write no metadata and whose time is a
+   plain number (with a ttl that is one or none) or an RFC 3339 text (read by parse_timestamp, with
+   no ttl); None for a None item (the exact path reads it) and for each position in `todo`, which
+   records._decoded_record takes (metadata, a duration to parse, a record it may refuse). */
 static PyObject *records_of(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *items, *unset;
+    PyObject *items, *unset, *parse, *time_error, *rfc3339;
     PyTypeObject *decoded_type, *record_type;
     LevelSlots slots;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O", &PyList_Type, &items, &PyType_Type, &decoded_type, &PyType_Type,
-                          &slots.type, &PyType_Type, &record_type, &unset))
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OOOU", &PyList_Type, &items, &PyType_Type, &decoded_type, &PyType_Type,
+                          &slots.type, &PyType_Type, &record_type, &unset, &parse, &time_error, &rfc3339))
         return NULL;
     Py_ssize_t slot[D_FIELDS];
     for (int f = 0; f < D_FIELDS; f++)
@@ -589,34 +598,42 @@ static PyObject *records_of(PyObject *self, PyObject *args) {
         PyObject *field[D_FIELDS];
         for (int f = 0; f < D_FIELDS; f++) field[f] = SLOT(item, slot[f]);
         PyObject *stamp = field[D_TIMESTAMP], *ttl = field[D_TTL];
-        int plain = (PyLong_CheckExact(stamp) || PyFloat_CheckExact(stamp)) && field[D_METADATA] == Py_None &&
-                    (ttl == unset || ttl == Py_None || PyLong_CheckExact(ttl) || PyFloat_CheckExact(ttl)) &&
+        int numeric = PyLong_CheckExact(stamp) || PyFloat_CheckExact(stamp), text = PyUnicode_CheckExact(stamp);
+        int lasting = ttl == unset || ttl == Py_None;  /* no duration to read */
+        int plain = (numeric || (text && lasting)) && field[D_METADATA] == Py_None &&
+                    (lasting || PyLong_CheckExact(ttl) || PyFloat_CheckExact(ttl)) &&
                     (field[D_AUTHORITY] == unset || PyBool_Check(field[D_AUTHORITY]));
+        PyObject *timestamp = NULL;
+        if (plain) {
+            timestamp = numeric ? as_float(stamp) : PyObject_CallOneArg(parse, stamp);
+            if (timestamp == NULL) {
+                if (numeric || !PyErr_ExceptionMatches(time_error)) goto fail;
+                PyErr_Clear();  /* a time it refuses: _decoded_record words nothing either, the exact path does */
+                plain = 0;
+            }
+        }
         PyObject *levels = plain ? levels_of(field, &slots, raw) : (Py_INCREF(Py_None), Py_None);
-        if (levels == NULL) goto fail;
-        if (levels == Py_None) {
-            Py_DECREF(levels);
-            PyObject *position = PyLong_FromSsize_t(i);
-            int failed = position == NULL || PyList_Append(todo, position) < 0;
-            Py_XDECREF(position);
-            if (failed) goto fail;
+        if (levels == NULL || levels == Py_None) {
+            Py_XDECREF(timestamp);
+            Py_XDECREF(levels);
+            if (levels == NULL || add_position(todo, i) < 0) goto fail;
             continue;
         }
-        PyObject *timestamp = as_float(stamp), *position = PyLong_FromSsize_t(i);
-        PyObject *duration = ttl == unset || ttl == Py_None ? (Py_INCREF(Py_None), Py_None) : as_float(ttl);
-        if (timestamp && position && duration) {
+        PyObject *position = PyLong_FromSsize_t(i);
+        PyObject *duration = lasting ? (Py_INCREF(Py_None), Py_None) : as_float(ttl);
+        if (position && duration) {
             PyObject *authority = field[D_AUTHORITY] == unset ? Py_False : field[D_AUTHORITY];
             PyObject *covers = field[D_COVERS] == Py_None ? empty : field[D_COVERS];
             PyObject *given[17] = {field[D_ID], position, timestamp, levels, field[D_TENANT], field[D_STORE],
                                    field[D_SESSION], field[D_KEY], duration, ttl == unset ? Py_False : Py_True,
-                                   authority, field[D_VERSION], field[D_DOCUMENT], field[D_TEXT], number, covers,
-                                   field[D_SCORE]};
+                                   authority, field[D_VERSION], field[D_DOCUMENT], field[D_TEXT],
+                                   numeric ? number : rfc3339, covers, field[D_SCORE]};
             record = PyObject_Vectorcall((PyObject *)record_type, given, 17, NULL);
         } else {
             record = NULL;
         }
         Py_DECREF(levels);
-        Py_XDECREF(timestamp);
+        Py_DECREF(timestamp);
         Py_XDECREF(position);
         Py_XDECREF(duration);
         if (record == NULL) goto fail;
@@ -668,7 +685,8 @@ static PyMethodDef methods[] = {
     {"plain_records", plain_records, METH_VARARGS,
      "plain_records(list) -> [bool]: which items are records of JSON's own types (decode._plain)"},
     {"records_of", records_of, METH_VARARGS,
-     "records_of(decoded, DecodedRecord, Level, Record, UNSET) -> (records, todo): records._decoded_record in C"},
+     "records_of(decoded, DecodedRecord, Level, Record, UNSET, parse_timestamp, TimeValueError, RFC3339) -> "
+     "(records, todo): records._decoded_record in C"},
     {"written_keys", written_keys, METH_VARARGS,
      "written_keys(decoded, DecodedRecord, Level) -> the `\":` their values write back (None: not known here)"},
     {"quote_scan", quote_scan, METH_VARARGS,

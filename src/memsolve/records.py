@@ -60,7 +60,7 @@ from .source import (
     refuse_lone_surrogates,
     string_may_break_limit,
 )
-from .timeutil import NUMBER, TimeValueError, parse_duration, parse_timestamp, time_kind
+from .timeutil import NUMBER, RFC3339, TimeValueError, parse_duration, parse_timestamp, time_kind
 
 DELETE = "delete"  # the level every record has implicitly: not kept (0 tokens, 0 utility)
 
@@ -605,12 +605,11 @@ def _decoded_record(decoded: DecodedRecord, position: int) -> Record | None:
     memsolve.decode), or None where the exact path must word an error."""
     stamp = decoded.timestamp
     if type(stamp) is str:
-        kind = time_kind(stamp)
         try:
             timestamp = parse_timestamp(stamp)
         except TimeValueError:
             return None
-        assert kind is not None  # parse_timestamp refuses what time_kind does not know
+        kind = RFC3339  # the only text parse_timestamp reads
     else:
         kind, timestamp = NUMBER, float(stamp)
     ttl, ttl_given = decoded.ttl, True
@@ -646,19 +645,19 @@ def _decoded_records_python(decoded: list[Decoded]) -> list[Record | None]:
 
 def _decoded_records(decoded: Sequence[Decoded]) -> list[Record | None]:
     """Each decoded item's Record at its position (:func:`_decoded_record`), None where the exact
-    path must read it. The compiled scan builds the records of plain-number times without
-    metadata, the rest (and all of them without a compiler) take :func:`_decoded_record`."""
+    path must read it. The compiled scan builds the records without metadata or a duration to
+    parse, the rest (and all of them without a compiler) take :func:`_decoded_record`."""
     decoded = decoded if type(decoded) is list else list(decoded)
     if _records_of is None:
         return _decoded_records_python(decoded)
-    built, todo = _records_of(decoded, DecodedRecord, Level, Record, UNSET)
+    built, todo = _records_of(decoded, DecodedRecord, Level, Record, UNSET, parse_timestamp, TimeValueError, RFC3339)
     for position in todo:
         built[position] = _decoded_record(decoded[position], position)  # type: ignore[arg-type]
     return built
 
 
-# records_of(decoded, DecodedRecord, Level, Record, UNSET) -> (records, todo): the records
-# _decoded_record builds, but at the positions in todo (those it must take)
+# records_of(decoded, DecodedRecord, Level, Record, UNSET, parse_timestamp, TimeValueError, RFC3339)
+# -> (records, todo): the records _decoded_record builds, but at the positions in todo (those it must take)
 _records_of: Callable[..., tuple[list[Record | None], list[int]]] | None = getattr(scans(), "records_of", None)
 
 
