@@ -584,8 +584,8 @@ static PyObject *records_of(PyObject *self, PyObject *args) {
         return NULL;
     Py_ssize_t n = PyList_GET_SIZE(items);
     PyObject *out = PyList_New(n), *todo = PyList_New(0), *raw = PyUnicode_InternFromString("raw");
-    PyObject *number = PyUnicode_InternFromString("number"), *empty = PyTuple_New(0);
-    if (!out || !todo || !raw || !number || !empty) goto fail;
+    PyObject *number = PyUnicode_InternFromString("number"), *empty = PyTuple_New(0), *times = PyDict_New();
+    if (!out || !todo || !raw || !number || !empty || !times) goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PyList_GET_ITEM(items, i), *record = Py_None;
         Py_INCREF(Py_None);
@@ -605,7 +605,17 @@ static PyObject *records_of(PyObject *self, PyObject *args) {
                     (field[D_AUTHORITY] == unset || PyBool_Check(field[D_AUTHORITY]));
         PyObject *timestamp = NULL;
         if (plain) {
-            timestamp = numeric ? as_float(stamp) : PyObject_CallOneArg(parse, stamp);
+            if (numeric) {
+                timestamp = as_float(stamp);
+            } else {  /* a text read once per load: records of one session often share their time */
+                timestamp = PyDict_GetItemWithError(times, stamp);
+                if (timestamp != NULL) {
+                    Py_INCREF(timestamp);
+                } else if (!PyErr_Occurred()) {
+                    timestamp = PyObject_CallOneArg(parse, stamp);
+                    if (timestamp != NULL && PyDict_SetItem(times, stamp, timestamp) < 0) Py_CLEAR(timestamp);
+                }
+            }
             if (timestamp == NULL) {
                 if (numeric || !PyErr_ExceptionMatches(time_error)) goto fail;
                 PyErr_Clear();  /* a time it refuses: _decoded_record words nothing either, the exact path does */
@@ -642,6 +652,7 @@ static PyObject *records_of(PyObject *self, PyObject *args) {
     Py_DECREF(raw);
     Py_DECREF(number);
     Py_DECREF(empty);
+    Py_DECREF(times);
     return Py_BuildValue("NN", out, todo);
 fail:
     Py_XDECREF(out);
@@ -649,6 +660,7 @@ fail:
     Py_XDECREF(raw);
     Py_XDECREF(number);
     Py_XDECREF(empty);
+    Py_XDECREF(times);
     return NULL;
 }
 
