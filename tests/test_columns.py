@@ -116,12 +116,26 @@ def test_the_compiled_field_reads_are_python_attribute_reads() -> None:
         def __getattr__(self, name: str) -> str:
             return "fallback"
 
-    mixed = (Slotted("a"), Computed(), Slotted("b"), Fallback(), Slotted(None), Slotted("a"))
+    class Masked:
+        __slots__ = ("tenant",)
+
+        def __init__(self) -> None:
+            self.tenant = "slot"
+
+        def __getattribute__(self, name: str) -> object:
+            return "masked" if name == "tenant" else object.__getattribute__(self, name)
+
+    class Borrowing:  # another class's slot descriptor: Python refuses to read it through this one
+        tenant = Slotted.__dict__["tenant"]
+
+    mixed = (Slotted("a"), Computed(), Slotted("b"), Fallback(), Slotted(None), Slotted("a"), Masked())
     index: dict = {}
-    assert list(np.frombuffer(_scan.codes(mixed, "tenant", index), dtype=np.int32)) == [0, 1, 2, 3, -1, 0]
-    assert list(index) == ["a", "computed", "b", "fallback"]
+    assert list(np.frombuffer(_scan.codes(mixed, "tenant", index), dtype=np.int32)) == [0, 1, 2, 3, -1, 0, 4]
+    assert list(index) == ["a", "computed", "b", "fallback", "masked"]
     with pytest.raises(AttributeError):
         _scan.codes((Slotted("a"), Slotted(set_it=False)), "tenant", {})
+    with pytest.raises(TypeError, match="doesn't apply"):
+        _scan.codes((Borrowing(),), "tenant", {})
 
 
 @given(st.lists(st.integers(min_value=-2, max_value=300), max_size=80), st.sampled_from([np.int32, np.int64, np.intp]))

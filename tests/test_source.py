@@ -475,3 +475,15 @@ def test_jsonl_lines_are_the_numbered_lines_that_are_not_blank(pieces: list[str]
     expected = [(number, line) for number, line in enumerate(text.split("\n"), start=1) if line.strip()]
     assert source.jsonl_lines(text) == expected
     assert source.jsonl_lines(text + "\n") == expected
+    assert source.jsonl_lines(text)[1:] == expected[1:] and list(source.jsonl_lines(text)) == expected
+
+
+@given(st.integers(0, 800), st.integers(0, 800), st.sampled_from([b":", b" ", b"\n", b"x"]))
+def test_the_quote_scan_counts_across_its_blocks(length: int, at: int, after: bytes) -> None:
+    """_scan.c counts in blocks of 255 bytes: a quote and what follows it may straddle two."""
+    data = bytearray(b"a" * length)
+    if at + 1 < length:
+        data[at:at + 2] = b'"' + after
+    data = bytes(data)
+    assert source.quote_scan(data) == source._quote_scan_numpy(data)
+    assert source.quote_scan(data)[0] == data.count(b'":')

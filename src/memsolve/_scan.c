@@ -161,7 +161,8 @@ static PyObject *field_of(PyObject *item, PyObject *name, Field *field) {
         field->type = type;
         field->offset = -1;
         PyObject *descr = type->tp_getattro == PyObject_GenericGetAttr ? _PyType_Lookup(type, name) : NULL;
-        if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        /* a member descriptor of this type or a base: one borrowed by another class raises in Python */
+        if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type) && PyType_IsSubtype(type, PyDescr_TYPE(descr))) {
             PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
             if (member->type == T_OBJECT_EX && !(member->flags & PY_AUDIT_READ)) field->offset = member->offset;
         }
@@ -432,7 +433,8 @@ static Py_ssize_t struct_colons(PyObject *value, const Py_ssize_t *slot, PyObjec
     Py_ssize_t count = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *field = SLOT(value, slot[i]);
-        if (field == NULL || field == defaults[i]) continue;
+        if (field == NULL) return -1;  /* an unset field: the encoder raises, keys_kept writes them back */
+        if (field == defaults[i]) continue;
         Py_ssize_t inner = value_colons(field, layout, depth + 1);
         if (inner < 0) return -1;
         count += 1 + inner;  /* field names hold no quote */
@@ -596,7 +598,12 @@ static PyObject *records_of(PyObject *self, PyObject *args) {
             goto fail;
         }
         PyObject *field[D_FIELDS];
-        for (int f = 0; f < D_FIELDS; f++) field[f] = SLOT(item, slot[f]);
+        int unset_field = 0;
+        for (int f = 0; f < D_FIELDS; f++) unset_field |= (field[f] = SLOT(item, slot[f])) == NULL;
+        if (unset_field) {  /* a field deleted from the decoded value: Python reads it (and raises) */
+            if (add_position(todo, i) < 0) goto fail;
+            continue;
+        }
         PyObject *stamp = field[D_TIMESTAMP], *ttl = field[D_TTL];
         int numeric = PyLong_CheckExact(stamp) || PyFloat_CheckExact(stamp), text = PyUnicode_CheckExact(stamp);
         int lasting = ttl == unset || ttl == Py_None;  /* no duration to read */
@@ -674,7 +681,11 @@ static PyObject *written_keys(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!O!O!", &PyList_Type, &items, &PyType_Type, &record, &PyType_Type, &level))
         return NULL;
     Layout layout;
-    if (layout_init(&layout, record, level) < 0) return NULL;
+    if (layout_init(&layout, record, level) < 0) {  /* types it was not written for: keys_kept writes them back */
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) return NULL;
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
     Py_ssize_t count = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
         PyObject *item = PyList_GET_ITEM(items, i);

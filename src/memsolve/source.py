@@ -506,13 +506,15 @@ class JsonlLines(Sequence[tuple[int, str]]):
 
     __slots__ = ("numbers", "texts")
 
-    def __init__(self, texts: list[str], numbers: Sequence[int]) -> None:
-        self.texts, self.numbers = texts, numbers
+    def __init__(self, numbers: Sequence[int], texts: list[str]) -> None:
+        self.numbers, self.texts = numbers, texts
 
     def __len__(self) -> int:
         return len(self.texts)
 
-    def __getitem__(self, position: int) -> tuple[int, str]:  # type: ignore[override]
+    def __getitem__(self, position: int | slice) -> Any:
+        if isinstance(position, slice):
+            return list(zip(self.numbers[position], self.texts[position], strict=True))
         return self.numbers[position], self.texts[position]
 
     def __eq__(self, other: object) -> bool:
@@ -529,9 +531,9 @@ def jsonl_lines(text: str) -> JsonlLines:
     if not texts[-1].strip():
         texts.pop()  # the end of the last line (or a blank last line): the numbers before it stand
     if all(map(str.strip, texts)):  # no blank line (str.strip returns a line with no blank at its ends as it is)
-        return JsonlLines(texts, range(1, len(texts) + 1))
+        return JsonlLines(range(1, len(texts) + 1), texts)
     numbers = [number for number, line in enumerate(texts, start=1) if line.strip()]
-    return JsonlLines([texts[number - 1] for number in numbers], numbers)
+    return JsonlLines(numbers, [texts[number - 1] for number in numbers])
 
 
 def jsonl_document(text: str, file: str, line_of: JsonlLines, data: Any) -> Document:
