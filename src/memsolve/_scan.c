@@ -1,10 +1,12 @@
-/* Compiled scans of the loader's input: the byte scan behind memsolve.source.counted_keys (one
-   pass over a JSON text's UTF-8 bytes for what follows each quote) and the type scan behind
-   memsolve.decode.items (which records given as Python data hold JSON's own types only).
-   And the passes over the loaded records that lay them out as columns (memsolve.columns: one
-   field of every record, each record's levels). Optional, like the solver kernel: without a C
-   compiler the same answers come from numpy and Python (source._quote_scan_numpy, decode._plain,
-   columns' comprehensions), and tests hold the two equal. */
+/* Compiled passes of the loader and the columns: the byte scan behind memsolve.source.counted_keys
+   (one pass over a JSON text's UTF-8 bytes for what follows each quote), the type scan behind
+   memsolve.decode.items (which records given as Python data hold JSON's own types only), the
+   records built from msgspec's decoded values (records._decoded_records) and the keys those values
+   write back (decode.keys_kept), and the passes over the loaded records that lay them out as
+   columns (memsolve.columns: one field of every record, each record's levels). Optional, like the
+   solver kernel: without a C compiler the same answers come from numpy and Python
+   (source._quote_scan_numpy, decode._plain, records._decoded_record, msgspec's encoder, columns'
+   comprehensions), and tests hold the two equal. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
@@ -146,10 +148,22 @@ static PyObject *own_number(PyObject *self, PyObject *args) {
 /* A new bytearray of `size` bytes (its contents unset): numpy reads it without a copy, writably. */
 static PyObject *scratch(Py_ssize_t size) { return PyByteArray_FromStringAndSize(NULL, size); }
 
-/* An attribute read as Python reads it, faster where the object's type keeps it in a slot: a
+/* The slot an attribute `name` of a `type` object is read from, where Python reads it from one: a
    type whose attributes are looked up the ordinary way (no __getattribute__ or __getattr__ of its
-   own) and whose attribute is a member descriptor (a msgspec Struct's field, a __slots__ entry)
-   is read from the slot, as the descriptor would. The first object's type is remembered. */
+   own) and whose attribute is a member descriptor of that type or a base (a msgspec Struct's field,
+   a __slots__ entry; one borrowed by another class raises in Python); -1 otherwise (no error set). */
+static Py_ssize_t member_offset(PyTypeObject *type, PyObject *name) {
+    PyObject *descr = type->tp_getattro == PyObject_GenericGetAttr ? _PyType_Lookup(type, name) : NULL;
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type) || !PyType_IsSubtype(type, PyDescr_TYPE(descr)))
+        return -1;
+    PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+    return member->type == T_OBJECT_EX && !(member->flags & PY_AUDIT_READ) ? member->offset : -1;
+}
+
+#define SLOT(object, offset) (*(PyObject **)((char *)(object) + (offset)))
+
+/* An attribute read as Python reads it, from its slot where it has one (member_offset), else by
+   getattr. The first object's type is remembered. */
 typedef struct {
     PyTypeObject *type;
     Py_ssize_t offset;  /* -1: read by PyObject_GetAttr */
@@ -159,16 +173,10 @@ static PyObject *field_of(PyObject *item, PyObject *name, Field *field) {
     PyTypeObject *type = Py_TYPE(item);
     if (type != field->type) {
         field->type = type;
-        field->offset = -1;
-        PyObject *descr = type->tp_getattro == PyObject_GenericGetAttr ? _PyType_Lookup(type, name) : NULL;
-        /* a member descriptor of this type or a base: one borrowed by another class raises in Python */
-        if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type) && PyType_IsSubtype(type, PyDescr_TYPE(descr))) {
-            PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
-            if (member->type == T_OBJECT_EX && !(member->flags & PY_AUDIT_READ)) field->offset = member->offset;
-        }
+        field->offset = member_offset(type, name);
     }
     if (field->offset >= 0) {
-        PyObject *value = *(PyObject **)((char *)item + field->offset);
+        PyObject *value = SLOT(item, field->offset);
         if (value != NULL) {
             Py_INCREF(value);
             return value;
@@ -370,17 +378,15 @@ fail_list:
 
 /* ---- the decoded records (memsolve.decode) ---- */
 
-/* A field's slot in a msgspec Struct: its member descriptor's offset (Structs keep fields in slots). */
+/* A field's slot in a msgspec Struct (member_offset); TypeError where it has none. */
 static Py_ssize_t slot_of(PyTypeObject *type, const char *name) {
-    PyObject *descr = PyDict_GetItemString(type->tp_dict, name);
-    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-        PyErr_Format(PyExc_TypeError, "%s has no slot `%s`", type->tp_name, name);
-        return -1;
-    }
-    return ((PyMemberDescrObject *)descr)->d_member->offset;
+    PyObject *key = PyUnicode_InternFromString(name);
+    if (key == NULL) return -1;
+    Py_ssize_t offset = member_offset(type, key);
+    Py_DECREF(key);
+    if (offset < 0) PyErr_Format(PyExc_TypeError, "%s has no slot `%s`", type->tp_name, name);
+    return offset;
 }
-
-#define SLOT(object, offset) (*(PyObject **)((char *)(object) + (offset)))
 
 /* the `":` a string writes back as a JSON string, besides a key's own: its opening quote if a
    colon comes first, and each quote inside followed by a colon (written back as \":) */

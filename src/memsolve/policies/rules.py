@@ -265,8 +265,7 @@ def _worded(values: np.ndarray, word: Callable[[float], Any]) -> tuple[np.ndarra
         texts = [_texts(word(value)) for value in distinct.tolist()]
     except ValueError:
         return None
-    written, json = np.empty(len(texts), dtype=object), np.empty(len(texts), dtype=object)
-    written[:], json[:] = [text for text, _ in texts], [value for _, value in texts]
+    written, json = objects([text for text, _ in texts]), objects([value for _, value in texts])
     at = inverse.ravel()
     return written[at], json[at]
 
