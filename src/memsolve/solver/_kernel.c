@@ -404,6 +404,8 @@ typedef struct {
     int64_t p, q;     /* lambda = p / q */
     int at_once;      /* tests: the search tightens its bound from the first state (MOVES_AFTER), and the
                          count cut is tried on the first incumbent */
+    int banded;       /* the LP split from a band of rows (see banded_split); the hull counts are not taken.
+                         Tests: 2 takes the band even where many rows are in it, 3 the narrowest band */
 } Problem;
 
 /* option o of row i: a level 0..k-1, or k = delete */
@@ -809,7 +811,7 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
 enum { W_HULL, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
        W_CAND, W_GREEDY, W_BAND, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
        W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_UTIL, W_REF, W_LOSS_ALLOC, W_ROW_BEST, W_TIED_MASK, W_KEEP_MASK,
-       W_LP_INC, W_LP_SUMS, W_LEAD_SUMS,
+       W_LP_INC, W_LP_SUMS, W_LEAD_SUMS, W_SECOND, W_SAMPLE,
        W_CUT_LIGHT, W_CUT_VALUES, W_CUT_USABLE, W_CUT_HULL, W_CUT_HW, W_CUT_INC, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
@@ -893,6 +895,256 @@ static size_t shift_reach(const uint64_t *before, uint64_t *now, int64_t words, 
         }
     }
     return d_hi >= d_lo ? (size_t)(d_hi - d_lo + 1) : 0;
+}
+
+/* The banded LP split (solve_arrays, from BAND_ROWS rows): the split and the floor without every
+   row's hull. A sample of rows estimates the multiplier; two multipliers either side of it, top above
+   and bottom below, bound a band that holds it unless the sample misled (then the caller takes every
+   hull, as without the band). A row whose best option at top is unique and is its unique best at
+   bottom has no hull increment as efficient as anything in the band (the increments into that option
+   are more efficient than top, the ones after it less than bottom): it gives its tokens to the
+   increments above the band and is left without a hull. The others build theirs, and the split is
+   taken among their increments in the band, as among all increments (the same multiplier). */
+#define BAND_ROWS 16384
+#define BAND_Z 4.0          /* the band's half-width, in standard errors of the sample's estimate */
+
+/* Whether row i is outside the band [bottom, top]: one option m is best at top and at bottom, and
+   strictly (it is then strictly best between them). Into *best m, into *second the option best after m
+   at both ends (-1: m is the only option; -2: another at each end, or ties). Reduced values at a / b
+   are b v - a w (delete: 0), in 64 bits where the row's numbers leave room (bits: the row's widest
+   token or value; else the row is taken as inside, and gets its hull). */
+static inline int outside_band(const Problem *P, Py_ssize_t i, const Increment *top, const Increment *bottom,
+                               int bits, int *best, int *second) {
+    Py_ssize_t k = P->k;
+    const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
+    const uint8_t *ok = P->usable + i * k;
+    uint64_t wide = 0;
+    for (Py_ssize_t o = 0; o < k; o++) wide |= (uint64_t)tw[o] | (uint64_t)tv[o];
+    if (wide >> (62 - bits)) return 0;  /* each product below 2**62: their difference fits */
+    int64_t rt[64], rb[64];
+    for (Py_ssize_t o = 0; o < k; o++) {
+        int64_t t = top->ds * tv[o] - top->dv * tw[o], b = bottom->ds * tv[o] - bottom->dv * tw[o];
+        rt[o] = ok[o] ? t : INT64_MIN;
+        rb[o] = ok[o] ? b : INT64_MIN;
+    }
+    rt[k] = rb[k] = 0;  /* delete */
+    int m = (int)k;
+    int64_t at_top = 0;
+    for (Py_ssize_t o = 0; o < k; o++) {
+        int better = rt[o] > at_top;
+        m = better ? (int)o : m;
+        at_top = better ? rt[o] : at_top;
+    }
+    /* the best of the others at each end (first of equals), from delete down */
+    int st = -1, sb = -1;
+    int64_t next_top = INT64_MIN, next_bottom = INT64_MIN;
+    for (Py_ssize_t o = k; o >= 0; o--) {
+        if (o == m) continue;
+        int t = rt[o] >= next_top && (o == k || ok[o]), b = rb[o] >= next_bottom && (o == k || ok[o]);
+        st = t ? (int)o : st;
+        next_top = t ? rt[o] : next_top;
+        sb = b ? (int)o : sb;
+        next_bottom = b ? rb[o] : next_bottom;
+    }
+    if (st >= 0 && (next_top >= at_top || next_bottom >= rb[m])) return 0;
+    *best = m;
+    *second = st == sb ? st : -2;
+    return 1;
+}
+
+/* Bits of the widest of the band's ends (their products with a row's numbers must fit 64 bits). */
+static inline int band_bits(const Increment *top, const Increment *bottom) {
+    uint64_t w = (uint64_t)top->ds | (uint64_t)top->dv | (uint64_t)bottom->ds | (uint64_t)bottom->dv;
+    return w ? 64 - __builtin_clzll(w) : 0;
+}
+
+/* The sample's split for cap tokens (copy: its increments, overwritten), or 0 where they do not exceed
+   cap. */
+static int sample_split(const Increment *x, size_t m, double cap, int64_t total, Increment *copy, Increment *work,
+                        Increment *out) {
+    int64_t above;
+    if (cap < 0.0 || cap >= (double)total) return 0;
+    memcpy(copy, x, m * sizeof(Increment));
+    return split_increment(copy, m, (int64_t)cap, total, work, out, &above);
+}
+
+/* Chooses the band [bottom, top] from a sample of rows; 0 where it cannot (the caller takes every hull). */
+static int choose_band(const Problem *P, Increment *top, Increment *bottom) {
+    Py_ssize_t n = P->n, k = P->k;
+    size_t rows = (size_t)n / 16;
+    rows = rows < 1024 ? 1024 : rows > 16384 ? 16384 : rows;
+    Increment *x = scratch(W_SAMPLE, 3 * rows * (size_t)(k + 1) + rows + 1, sizeof(Increment));
+    if (!x) return -1;
+    Increment *copy = x + rows * (size_t)(k + 1), *work = copy + rows * (size_t)(k + 1);
+    size_t *start = (size_t *)(work + rows * (size_t)(k + 1));  /* each sampled row's first increment */
+    uint64_t seed = 0x2545F4914F6CDD1DULL;  /* fixed: the same band on every run */
+    size_t m = 0;
+    int64_t total = 0;
+    long on_hull = 0;
+    int skip_usual = 0;
+    /* one row at random from each of `rows` runs of rows (stratified); fewer rows than that (tests), with
+       replacement. Their numbers are fetched a few rows ahead: each row is a miss of the caches */
+    Py_ssize_t *pick = (Py_ssize_t *)copy;  /* (until the sample's splits) */
+    for (size_t a = 0; a < rows; a++) {
+        size_t from = (size_t)n >= rows ? a * (size_t)n / rows : 0;
+        size_t span = (size_t)n >= rows ? (a + 1) * (size_t)n / rows - from : (size_t)n;
+        pick[a] = (Py_ssize_t)(from + next_random(&seed) % span);
+    }
+    for (size_t a = 0; a < rows; a++) {
+        if (a + 8 < rows) {
+            Py_ssize_t ahead = pick[a + 8];
+            __builtin_prefetch(P->tokens + ahead * k);
+            __builtin_prefetch(P->values + ahead * k);
+            __builtin_prefetch(P->usable + ahead * k);
+        }
+        Py_ssize_t i = pick[a];
+        int32_t hull[64];
+        int64_t hw[64], hv[64];
+        int len = build_hull(P, i, hull, hw, hv, &on_hull, &skip_usual);
+        start[a] = m;
+        for (int t = 1; t < len; t++) {
+            x[m] = increment(hw[t] - hw[t - 1], hv[t] - hv[t - 1]);
+            total += x[m].ds;
+            m++;
+        }
+    }
+    start[rows] = m;
+    if (!m) return 0;
+    double scale = (double)rows / (double)n, cap = (double)P->capacity * scale;
+    Increment mid;
+    if (!sample_split(x, m, cap, total, copy, work, &mid)) mid = (Increment){1, 0, 0.0};  /* lambda = 0 */
+    /* the spread of a row's tokens above the estimate: the sample's sum of them errs by about
+       sqrt(rows) of its standard deviation */
+    double sum = 0.0, squares = 0.0;
+    for (size_t a = 0; a < rows; a++) {
+        double t = 0.0;
+        for (size_t j = start[a]; j < start[a + 1] && compare_efficiency(&x[j], &mid) > 0; j++) t += (double)x[j].ds;
+        sum += t;
+        squares += t * t;
+    }
+    double mean = sum / (double)rows, var = squares / (double)rows - mean * mean;
+    /* and at least enough rows either side for the rankings of the rows around the floor to fill from
+       rows with a hull (4 RANKED of them, in increments of the sample's mean tokens) */
+    double margin = BAND_Z * sqrt((var > 0.0 ? var : 0.0) * (double)rows)
+                    + (4.0 * RANKED * scale + 2.0) * (double)total / (double)m;
+    if (P->banded == 3) margin = 0.0;  /* tests: the narrowest band (the split often outside it) */
+    /* past every increment: the band reaches down to lambda = 0. From top, the band is lambda = 0 (a
+       row's best is its most valuable option; every increment fits, or the band fails), where every
+       row's increment into its floor is ranked: the band spares no hull, and the kernel declines it
+       (tests: taken) */
+    if (!sample_split(x, m, cap - margin, total, copy, work, top)) {
+        if (P->banded == 1) return 0;
+        *top = (Increment){1, 0, 0.0};
+    }
+    if (!sample_split(x, m, cap + margin, total, copy, work, bottom)) *bottom = (Increment){1, 0, 0.0};
+    /* where half the rows have an increment in the band (every level of Pisinger's correlated classes
+       ties at lambda), the band spares few hulls and costs a pass: every hull, as without it */
+    size_t inside = 0;
+    for (size_t a = 0; a < rows; a++)
+        for (size_t j = start[a]; j < start[a + 1]; j++)
+            if (group_of(&x[j], top, bottom) == 1) { inside++; break; }
+    return inside * 2 <= rows || P->banded > 1;  /* tests: the band wherever it can be taken */
+}
+
+/* Phase 1's hulls and split with the band: 1 with the split in *split and the tokens of the increments
+   more efficient than it in *above (rows left without a hull: hull_len -1, their floor option in
+   floor_opt and the option second to it at both ends of the band in second_opt, -2 where that differs);
+   0 where the split is outside the band (nothing is kept: the caller takes every hull); -1 no memory. */
+static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t *floor_opt, int8_t *second_opt,
+                        Increment *inc, Increment *top, Increment *bottom, Increment *split, int64_t *above) {
+    Py_ssize_t n = P->n, k = P->k;
+    int chosen = choose_band(P, top, bottom);
+    if (chosen <= 0) return chosen;
+    int64_t over = 0, band_w = 0;  /* tokens above the band; in it */
+    size_t m = 0;
+    long on_hull = 0;
+    int skip_usual = 0;
+    int bits = band_bits(top, bottom);
+    if (bits > 60) return 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int best, second;
+        if (outside_band(P, i, top, bottom, bits, &best, &second)) {
+            hull_len[i] = -1;
+            floor_opt[i] = best;
+            second_opt[i] = (int8_t)second;
+            over += option_w(P, i, best);
+            continue;
+        }
+        size_t at = (size_t)i * (size_t)(k + 1);
+        int64_t hw[64], hv[64];
+        int len = build_hull(P, i, hull + at, hw, hv, &on_hull, &skip_usual);
+        hull_len[i] = len;
+        for (int t = 1; t < len; t++) {
+            Increment x = increment(hw[t] - hw[t - 1], hv[t] - hv[t - 1]);
+            int g = group_of(&x, top, bottom);
+            if (g == 0) over += x.ds;
+            else if (g == 1) { inc[m++] = x; band_w += x.ds; }
+        }
+    }
+    if (over > P->capacity) return 0;
+    if (over + band_w <= P->capacity) {
+        if (bottom->dv != 0) return 0;
+        /* the band reaches lambda = 0 and below it there is nothing: every increment fits, no split */
+        *split = (Increment){1, 0, 0.0};
+        *above = over + band_w;
+        return 1;
+    }
+    Increment *work = scratch(W_BAND, m, sizeof(Increment));
+    if (!work) return -1;
+    int64_t in_band;
+    if (!split_increment(inc, m, P->capacity - over, band_w, work, split, &in_band)) return 0;
+    *above = over + in_band;
+    return 1;
+}
+
+/* Row i at lambda with its floor option f (fw tokens, fv value): its reduced value, the best of its
+   other options (delete included), whether it has any, and the options exactly as good as f (bit o). */
+static inline uint64_t at_lambda(const Problem *P, Py_ssize_t i, int32_t f, int64_t fw, int64_t fv, i128 *best_out,
+                                 i128 *second_out, int *any_out) {
+    Py_ssize_t k = P->k;
+    const int64_t p = P->p, q = P->q;
+    uint64_t mask = (uint64_t)1 << f;
+    const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
+    const uint8_t *ok = P->usable + i * k;
+    int any = 0;
+    i128 best, second = 0;
+    /* in 64 bits, where no product or difference overflows (checked); else in 128 */
+    int64_t best64, second64 = 0, x, y;
+    int over = __builtin_mul_overflow(q, fv, &x) | __builtin_mul_overflow(p, fw, &y)
+               | __builtin_sub_overflow(x, y, &best64);
+    for (Py_ssize_t o = 0; o < k; o++) {
+        if (o == f || !ok[o]) continue;
+        int64_t r;
+        over |= __builtin_mul_overflow(q, tv[o], &x) | __builtin_mul_overflow(p, tw[o], &y)
+                | __builtin_sub_overflow(x, y, &r);
+        if (!any || r > second64) second64 = r;
+        any = 1;
+        mask |= (uint64_t)(r == best64) << o;
+    }
+    if (!over) {
+        best = best64;
+        second = second64;
+    } else {
+        best = reduced(P, fw, fv);
+        any = 0;
+        mask = (uint64_t)1 << f;
+        for (Py_ssize_t o = 0; o < k; o++) {
+            if (o == f || !ok[o]) continue;
+            i128 r = reduced(P, tw[o], tv[o]);
+            if (!any || r > second) second = r;
+            any = 1;
+            mask |= (uint64_t)(r == best) << o;
+        }
+    }
+    if (f != k) {  /* delete is an option of every row */
+        if (!any || second < 0) second = 0;
+        any = 1;
+        mask |= (uint64_t)(best == 0) << k;
+    }
+    *best_out = best;
+    *second_out = second;
+    *any_out = any;
+    return mask;
 }
 
 /* The floor raised along the ranked rows' next increments, most efficient first, while they
@@ -1102,10 +1354,26 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         }
         if (g > 1) P->capacity -= P->capacity % g;
     }
-    /* 1. hulls and increments */
+    /* 1. hulls and increments (or the band's: see banded_split) */
     long on_hull = 0, usable_levels = 0;
     size_t m = 0;
     int64_t total = 0;
+    Increment split = {1, 0, 0.0}, top = split, bottom = split;
+    int64_t above = 0;  /* the tokens of the increments strictly more efficient than lambda */
+    int8_t *second_opt = NULL;
+    int banded = 0;
+    if (P->banded) {
+        second_opt = scratch(W_SECOND, (size_t)n, 1);
+        if (!second_opt) goto done;
+        banded = banded_split(P, hull, hull_len, floor_opt, second_opt, inc, &top, &bottom, &split, &above);
+        if (banded < 0) goto done;
+        if (banded) {
+            on_hull = usable_levels = -1;  /* not counted */
+            P->p = split.dv;
+            P->q = split.ds;
+            goto split_taken;
+        }
+    }
     {
         size_t cells = (size_t)n * (size_t)k;
         for (size_t j = 0; j < cells; j++) usable_levels += P->usable[j] != 0;
@@ -1124,10 +1392,8 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         }
     }
     /* 2. the LP split and the floor */
-    Increment split = {1, 0, 0.0};
     Increment *band = scratch(W_BAND, m, sizeof(Increment));
     if (!band) goto done;
-    int64_t above = total;  /* the tokens of the increments strictly more efficient than lambda */
     if (total > P->capacity && split_increment(inc, m, P->capacity, total, band, &split, &above)) {
         P->p = split.dv;
         P->q = split.ds;
@@ -1135,6 +1401,14 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         P->p = 0;
         P->q = 1;
         above = total;  /* every increment gains value: all of them */
+    }
+split_taken:
+    {
+        /* lambda in lowest terms: the same p and q whichever increment of that efficiency the split
+           returned (with or without the band) */
+        int64_t a = P->p, b = P->q;
+        while (b) { int64_t t = a % b; a = b; b = t; }
+        if (a > 1) { P->p /= a; P->q /= a; }
     }
     /* the floor: each row at its heaviest hull vertex reached by increments strictly more
        efficient than lambda (a row's increments are strictly less efficient one after the other,
@@ -1156,8 +1430,43 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     rank_next.largest = 1;
     i128 upper = (i128)P->p * P->capacity;
     const int64_t p = P->p, q = P->q;
+    /* banded: once both rankings are full and their outside extremes are at least as extreme as the
+       band's ends, they turn away the increments around the floor of every row without a hull (less
+       efficient than bottom, more than top) and change nothing: those rows need no hull here either */
+    int saturated = 0, usual = 0;
+    long uncounted = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         size_t at = (size_t)i * (size_t)(k + 1);
+        if (hull_len[i] < 0) {
+            if (saturated) {
+                /* outside the band: its floor is its unique best option at lambda, with no
+                   increment as efficient as lambda after it; the option second to it at both ends
+                   of the band is second at lambda too (the differences are linear in lambda) */
+                int32_t f = floor_opt[i];
+                int64_t fw = option_w(P, i, f), fv = option_v(P, i, f);
+                first_w += fw;
+                floor_v += fv;
+                floor_pos[i] = -1;
+                int s = second_opt[i], any;
+                i128 best, second;
+                uint64_t mask;
+                if (s == -2) mask = at_lambda(P, i, f, fw, fv, &best, &second, &any);
+                else {
+                    best = reduced(P, fw, fv);
+                    any = s >= 0;
+                    second = any ? reduced(P, option_w(P, i, s), option_v(P, i, s)) : 0;
+                    mask = (uint64_t)1 << f;
+                }
+                upper += best;
+                row_best[i] = best;
+                tied[i] = mask;
+                has_alt[i] = (unsigned char)any;
+                gap[i] = any ? best - second : 0;
+                continue;
+            }
+            int64_t hw[64], hv[64];
+            hull_len[i] = build_hull(P, i, hull + at, hw, hv, &uncounted, &usual);
+        }
         int len = hull_len[i], t = 0;
         int64_t hw[64], hv[64];  /* the vertices' tokens and values, from their levels */
         for (int a = 0; a < len; a++) {
@@ -1180,46 +1489,11 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         floor_opt[i] = f;
         int64_t fw = hw[t], fv = hv[t];
         floor_v += fv;
-        uint64_t mask = (uint64_t)1 << f;
-        const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
-        const uint8_t *ok = P->usable + i * k;
-        int any = 0;
-        i128 best, second = 0;
-        /* in 64 bits, where no product or difference overflows (checked); else in 128 */
-        int64_t best64, second64 = 0, x, y;
-        int over = __builtin_mul_overflow(q, fv, &x) | __builtin_mul_overflow(p, fw, &y)
-                   | __builtin_sub_overflow(x, y, &best64);
-        for (Py_ssize_t o = 0; o < k; o++) {
-            if (o == f || !ok[o]) continue;
-            int64_t r;
-            over |= __builtin_mul_overflow(q, tv[o], &x) | __builtin_mul_overflow(p, tw[o], &y)
-                    | __builtin_sub_overflow(x, y, &r);
-            if (!any || r > second64) second64 = r;
-            any = 1;
-            mask |= (uint64_t)(r == best64) << o;
-        }
-        if (!over) {
-            best = best64;
-            second = second64;
-        } else {
-            best = reduced(P, fw, fv);
-            any = 0;
-            mask = (uint64_t)1 << f;
-            for (Py_ssize_t o = 0; o < k; o++) {
-                if (o == f || !ok[o]) continue;
-                i128 r = reduced(P, tw[o], tv[o]);
-                if (!any || r > second) second = r;
-                any = 1;
-                mask |= (uint64_t)(r == best) << o;
-            }
-        }
+        int any;
+        i128 best, second;
+        uint64_t mask = at_lambda(P, i, f, fw, fv, &best, &second, &any);
         upper += best;
         row_best[i] = best;
-        if (f != k) {  /* delete is an option of every row */
-            if (!any || second < 0) second = 0;
-            any = 1;
-            mask |= (uint64_t)(best == 0) << k;
-        }
         tied[i] = mask;
         has_alt[i] = (unsigned char)any;
         gap[i] = any ? best - second : 0;
@@ -1231,6 +1505,12 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             Increment xi = increment(fw - hw[t - 1], fv - hv[t - 1]);
             rank_offer_row(&rank_prev, xi.eff, i, &xi);
         }
+        if (banded && !saturated)
+            /* (with the band down to lambda = 0, no row outside it has an increment after its floor) */
+            saturated = (bottom.dv == 0 || (rank_next.len == RANKED && rank_next.has_outside
+                                            && compare_efficiency(&rank_next.outside, &bottom) >= 0))
+                        && rank_prev.len == RANKED && rank_prev.has_outside
+                        && compare_efficiency(&rank_prev.outside, &top) <= 0;
     }
     if (first_w != above) { rc = 2; goto done; }  /* a bug: the split's tokens are not the floor's */
     rank_finish(&rank_next);
@@ -1524,6 +1804,15 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             /* the hull increments of the rows outside the search, up and down from their floors
                (counted first: the buffers hold what each side has, about two per row) */
             size_t n_up = 0, n_down = 0;
+            for (Py_ssize_t i = 0; banded && i < n; i++) {  /* the rows the band left without a hull */
+                if (hull_len[i] >= 0) continue;
+                size_t at = (size_t)i * (size_t)(k + 1);
+                int t = 0;
+                int64_t hw[64], hv[64];
+                hull_len[i] = build_hull(P, i, hull + at, hw, hv, &uncounted, &usual);
+                while (hull[at + (size_t)t] != floor_opt[i]) t++;  /* the floor is a vertex */
+                floor_pos[i] = t;
+            }
             for (Py_ssize_t i = 0; i < n; i++) {
                 if (searched[i] || hull_len[i] < 2) continue;
                 n_up += (size_t)(hull_len[i] - 1 - floor_pos[i]);
@@ -1968,7 +2257,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     info[3] = (double)best_v;
     info[4] = (double)best_w;
     info[5] = (double)on_hull;
-    info[6] = (double)(usable_levels - on_hull);
+    info[6] = banded ? -1.0 : (double)(usable_levels - on_hull);
     info[7] = (double)layers;
     info[8] = (double)n_free;
     info[9] = (double)tie_rule;
@@ -2026,9 +2315,9 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     long long capacity;
     int bounded_ties;
     Py_ssize_t n, k;
-    int at_once = 0;
-    if (!PyArg_ParseTuple(args, "nnOOOLOOOi|p", &n, &k, &o_tokens, &o_values, &o_usable, &capacity, &o_choice, &o_keep,
-                          &o_core, &bounded_ties, &at_once))
+    int at_once = 0, banded = 0;
+    if (!PyArg_ParseTuple(args, "nnOOOLOOOi|pi", &n, &k, &o_tokens, &o_values, &o_usable, &capacity, &o_choice,
+                          &o_keep, &o_core, &bounded_ties, &at_once, &banded))
         return NULL;
     if (k < 0 || k > 62 || n < 0) {
         PyErr_SetString(PyExc_ValueError, "the kernel takes 0..62 levels per row");
@@ -2041,7 +2330,7 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     Py_buffer b[6];
     if (take_buffers(arg, b, 6) < 0) return NULL;
     PyObject *out = NULL;
-    Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, (int64_t)capacity, 0, 1, at_once};
+    Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, (int64_t)capacity, 0, 1, at_once, banded};
     double info[13] = {0};
     int rc;
     rc = solve(&P, b[3].buf, b[4].buf, b[5].buf, bounded_ties, info);  /* holds the GIL: one shared workspace */
@@ -2353,7 +2642,8 @@ static PyObject *kernel_solve_arrays(PyObject *self, PyObject *args) {
         double factor;
         if (scale_values(n, k, t, u, mask, budget, price, 1, max_utility, best, values, usable, &factor) < 0)
             goto fallback;
-        Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1};
+        /* the hull counts are not returned here: the band spares most rows their hull */
+        Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, n >= BAND_ROWS};
         double info[13] = {0};
         int rc = solve(&P, choice, keep, core, bounded_ties, info);
         if (rc < 0) { PyErr_NoMemory(); goto release; }

@@ -1,0 +1,133 @@
+"""The kernel's banded LP split (``solve_arrays`` from 16,384 rows): a sample of rows sets a band of
+multipliers around the split; rows whose best option is the same and unique at both ends of the band
+get no hull, and the split is taken among the other rows' increments in the band. Wherever the band
+is taken it must give what every row's hull gives: the same multiplier, bound, optimum, allocation,
+kept levels and core, search and tie-rule counts (only the hull counts are not taken: -1). The test
+modes take the band where the kernel would decline it (2) and the narrowest band (3: the split is
+often outside it, and the kernel must fall back to every hull)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memsolve.solver import make_instance, native, scale, solve_arrays
+from memsolve.solver.kernel import solve_kernel
+
+from .test_kernel_passes import _raw_optimum, _raw_rows
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from generators import generate  # noqa: E402
+
+BAND_ROWS = 16384  # _kernel.c: solve_arrays takes the band from this many rows
+
+
+def _solve(tokens, values, usable, capacity, mode=1, at_once=False, banded=0):
+    n, k = tokens.shape
+    choice, keep, core = np.empty(n, np.int64), np.empty((n, k + 1), np.uint8), np.empty(n, np.int64)
+    info = native.module().solve(n, k, tokens, values, usable, capacity, choice, keep, core, mode, at_once, banded)
+    return info, choice, keep, core
+
+
+def _same_answer(full, band, mode) -> bool:
+    """Everything but the hull counts; returns whether the band was taken."""
+    info, choice, keep, core = full
+    b_info, b_choice, b_keep, b_core = band
+    assert (info is None) == (b_info is None)
+    if info is None:
+        return False
+    taken = b_info[5] == -1 and b_info[6] == -1
+    assert (b_info[5], b_info[6]) == ((-1, -1) if taken else (info[5], info[6]))
+    assert b_info[:5] == info[:5] and b_info[7:] == info[7:]
+    assert b_choice.tolist() == choice.tolist()
+    if mode != -1:  # the optimum only: no reduction
+        assert b_keep.tolist() == keep.tolist()
+        assert b_core[: int(info[8])].tolist() == core[: int(info[8])].tolist()
+    return taken
+
+
+def _scaled(kind: str, n: int, seed: int, budget_share: float):
+    tokens, utility, budget = generate(kind, n, seed)
+    inst = make_instance(tokens, utility, int(budget * budget_share))
+    scaled = scale(inst)
+    return (np.ascontiguousarray(inst.tokens), np.ascontiguousarray(scaled.values),
+            np.ascontiguousarray(scaled.usable).view(np.uint8), inst.budget)
+
+
+@st.composite
+def _rows(draw):
+    """A few hundred to a few thousand rows: the generator's classes at any share of their budget,
+    or raw rows (in fidelity order or not, correlated or not, masks, zero tokens, values to 2**40)."""
+    seed = draw(st.integers(0, 2**31))
+    rng = np.random.default_rng(seed)
+    if draw(st.booleans()):
+        kind = draw(st.sampled_from(["memory", "uncorrelated", "weakly", "strongly", "subset-sum"]))
+        return _scaled(kind, draw(st.sampled_from([200, 1500, 5000])), seed, draw(st.floats(0.02, 1.6)))
+    n = draw(st.sampled_from([3, 60, 700, 3000]))
+    k = draw(st.integers(1, 7))
+    shape = draw(st.sampled_from(["ordered", "random", "correlated"]))
+    tokens = rng.integers(0, draw(st.sampled_from([40, 3000, 2**28])), size=(n, k)).astype(np.int64)
+    if shape == "ordered":
+        tokens = -np.sort(-tokens, axis=1)
+    values = rng.integers(1, draw(st.sampled_from([20, 10**6, 2**40])), size=(n, k)).astype(np.int64)
+    if shape == "correlated":
+        values = np.maximum(tokens * int(rng.integers(1, 4)) + int(rng.integers(-5, 60)), 1)
+    usable = (rng.random((n, k)) < draw(st.floats(0.4, 1.0))).astype(np.uint8)
+    capacity = min(int(tokens.sum() * draw(st.floats(0.0, 0.9)) / k), 2**39)
+    return np.ascontiguousarray(tokens), np.ascontiguousarray(values), usable, capacity
+
+
+@settings(max_examples=250, deadline=None)
+@given(_rows(), st.sampled_from([1, 0, 2, -1]), st.sampled_from([1, 2, 3]), st.booleans())
+def test_the_band_gives_what_every_hull_gives(rows, mode, banded, at_once) -> None:
+    tokens, values, usable, capacity = rows
+    full = _solve(tokens, values, usable, capacity, mode, at_once)
+    _same_answer(full, _solve(tokens, values, usable, capacity, mode, at_once, banded), mode)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_raw_rows(), st.sampled_from([2, 3]))
+def test_the_band_on_small_rows_is_the_exhaustive_tie_rule(rows, banded) -> None:
+    """Rows of values to 2**52 (products past 64 bits: such a row is given its hull), zero tokens,
+    masks: the band forced, against the tie rule by exhaustive search."""
+    tokens, values, usable, capacity = rows
+    info, choice, _, _ = _solve(tokens, values, usable, capacity, banded=banded)
+    expected, value, used = _raw_optimum(tokens, values, usable, capacity)
+    assert info is not None
+    assert (int(info[3]), int(info[4])) == (value, used)
+    assert choice.tolist() == expected
+
+
+@pytest.mark.parametrize("kind", ["memory", "uncorrelated", "weakly"])
+@pytest.mark.parametrize("share", [0.1, 0.6, 1.0])
+def test_the_band_is_taken_where_few_rows_are_in_it(kind, share) -> None:
+    """Not vacuous: on these classes the band is taken (the hull counts are not) and spares most rows
+    their hull, with the answer of every hull, the search's tighter bounds (which need every hull)
+    included."""
+    rows = _scaled(kind, 20_000, 3, share)
+    for at_once in (False, True):
+        full = _solve(*rows, at_once=at_once)
+        assert _same_answer(full, _solve(*rows, at_once=at_once, banded=1), 1)
+
+
+@pytest.mark.parametrize("kind", ["strongly", "subset-sum"])
+def test_the_band_is_declined_where_most_rows_are_in_it(kind) -> None:
+    """Every level of these classes ties at the multiplier: the band would spare no hull."""
+    rows = _scaled(kind, 20_000, 3, 1.0)
+    assert not _same_answer(_solve(*rows), _solve(*rows, banded=1), 1)
+
+
+@pytest.mark.parametrize("n", [BAND_ROWS - 1, BAND_ROWS, 3 * BAND_ROWS])
+@pytest.mark.parametrize("kind", ["memory", "uncorrelated", "weakly", "strongly"])
+def test_solve_arrays_with_the_band_answers_as_every_hull(kind, n) -> None:
+    tokens, utility, budget = generate(kind, n, 11)
+    inst = make_instance(tokens, utility, budget)
+    found = solve_arrays(tokens, utility, budget)
+    kernel = solve_kernel(inst, scale(inst), bounded_ties=False)
+    assert found.status == "optimal" and found.bound == found.objective
+    assert found.choice.tolist() == kernel.choice.tolist()
