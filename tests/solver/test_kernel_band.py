@@ -1,6 +1,8 @@
 """The kernel's banded LP split (``solve_arrays`` from 16,384 rows): a sample of rows sets a band of
 multipliers around the split; rows whose best option is the same and unique at both ends of the band
-get no hull, and the split is taken among the other rows' increments in the band. Wherever the band
+get no hull, and the split is taken among the other rows' increments in the band. Where the band is
+one efficiency (a block of tied increments around the capacity: the correlated classes), the tied
+split confirms it from each row's lightest and heaviest best options, without hulls. Wherever either
 is taken it must give what every row's hull gives: the same multiplier, bound, optimum, allocation,
 kept levels and core, search and tie-rule counts (only the hull counts are not taken: -1). The test
 modes take the band where the kernel would decline it (2) and the narrowest band (3: the split is
@@ -116,9 +118,19 @@ def test_the_band_is_taken_where_few_rows_are_in_it(kind, share) -> None:
 
 
 @pytest.mark.parametrize("kind", ["strongly", "subset-sum"])
-def test_the_band_is_declined_where_most_rows_are_in_it(kind) -> None:
-    """Every level of these classes ties at the multiplier: the band would spare no hull."""
-    rows = _scaled(kind, 20_000, 3, 1.0)
+@pytest.mark.parametrize("share", [0.8, 1.0])
+def test_the_tied_split_is_taken_on_the_correlated_classes(kind, share) -> None:
+    """Every level of these classes ties at the multiplier: the sample finds one efficiency around the
+    capacity, and the rows' lightest and heaviest options best at it confirm it without a hull."""
+    rows = _scaled(kind, 20_000, 3, share)
+    for at_once in (False, True):
+        assert _same_answer(_solve(*rows, at_once=at_once), _solve(*rows, at_once=at_once, banded=1), 1)
+
+
+def test_the_band_is_declined_where_every_level_fits() -> None:
+    """lambda = 0: every row offers the increment into its floor to a ranking that never fills with
+    less efficient ones, so the band would spare no hull."""
+    rows = _scaled("uncorrelated", 20_000, 3, 2.0)
     assert not _same_answer(_solve(*rows), _solve(*rows, banded=1), 1)
 
 

@@ -1037,8 +1037,11 @@ static int choose_band(const Problem *P, Increment *top, Increment *bottom) {
         *top = (Increment){1, 0, 0.0};
     }
     if (!sample_split(x, m, cap + margin, total, copy, work, bottom)) *bottom = (Increment){1, 0, 0.0};
-    /* where half the rows have an increment in the band (every level of Pisinger's correlated classes
-       ties at lambda), the band spares few hulls and costs a pass: every hull, as without it */
+    /* one efficiency either side of the capacity: a block of increments exactly as efficient holds it
+       (every level of Pisinger's correlated classes ties at lambda): the tied split (see tied_split) */
+    if (compare_efficiency(top, bottom) == 0 && top->dv > 0) return 2;
+    /* where half the rows have an increment in the band, the band spares few hulls and costs a pass:
+       every hull, as without it */
     size_t inside = 0;
     for (size_t a = 0; a < rows; a++)
         for (size_t j = start[a]; j < start[a + 1]; j++)
@@ -1054,7 +1057,7 @@ static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t 
                         Increment *inc, Increment *top, Increment *bottom, Increment *split, int64_t *above) {
     Py_ssize_t n = P->n, k = P->k;
     int chosen = choose_band(P, top, bottom);
-    if (chosen <= 0) return chosen;
+    if (chosen != 1) return chosen;
     int64_t over = 0, band_w = 0;  /* tokens above the band; in it */
     size_t m = 0;
     long on_hull = 0;
@@ -1095,6 +1098,70 @@ static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t 
     if (!split_increment(inc, m, P->capacity - over, band_w, work, split, &in_band)) return 0;
     *above = over + in_band;
     return 1;
+}
+
+/* The tied split, where the sample found one efficiency lambda = p / q on both sides of the capacity:
+   lambda is the split's if the rows' lightest options best at lambda fit the capacity and their
+   heaviest do not (the increments more efficient than lambda lead to the lightest, those exactly as
+   efficient to the heaviest). One pass without hulls: each row's best reduced value, the options as
+   good (bit o), the best of the others (itself where two tie) and whether the row has another option
+   (delete included): what the floor pass writes, whichever of the tied options the floor takes. The
+   lightest best option goes to floor_opt, the heaviest to heavy (-1: the same option; among options
+   of equal tokens the hull keeps the first). Returns 1 with the lightest options' tokens in *above, or
+   0 where lambda is not the split's (the caller takes every hull). */
+static int tied_split(const Problem *P, int *hull_len, int32_t *floor_opt, int8_t *heavy, i128 *row_best,
+                      uint64_t *tied, i128 *gap, unsigned char *has_alt, int64_t *above) {
+    Py_ssize_t n = P->n, k = P->k;
+    const int64_t p = P->p, q = P->q;
+    int64_t light_w = 0, heavy_w = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
+        const uint8_t *ok = P->usable + i * k;
+        i128 best = 0, second = 0;  /* delete: 0 */
+        uint64_t mask = (uint64_t)1 << k;
+        int options = 1, seconds = 0;
+        for (Py_ssize_t o = 0; o < k; o++) {
+            if (!ok[o]) continue;
+            options++;
+            i128 r = (i128)q * tv[o] - (i128)p * tw[o];
+            if (r > best) { second = best; seconds = 1; best = r; mask = (uint64_t)1 << o; }
+            else if (r == best) mask |= (uint64_t)1 << o;
+            else if (!seconds || r > second) { second = r; seconds = 1; }
+        }
+        if (mask & (mask - 1)) second = best;
+        int light = -1, heaviest = -1;
+        int64_t lw = 0, hw = 0;
+        for (uint64_t b = mask; b; b &= b - 1) {
+            int o = __builtin_ctzll(b);
+            int64_t w = option_w(P, i, o);
+            if (light < 0 || w < lw) { light = o; lw = w; }
+            if (heaviest < 0 || w > hw) { heaviest = o; hw = w; }
+        }
+        hull_len[i] = -1;
+        floor_opt[i] = light;
+        heavy[i] = (int8_t)(heaviest == light ? -1 : heaviest);
+        row_best[i] = best;
+        tied[i] = mask;
+        has_alt[i] = (unsigned char)(options > 1);
+        gap[i] = options > 1 ? best - second : 0;
+        light_w += lw;
+        heavy_w += hw;
+    }
+    if (light_w > P->capacity || heavy_w <= P->capacity) return 0;
+    *above = light_w;
+    return 1;
+}
+
+/* Whether row i has a hull vertex after its option f (a heavier option worth more): the row offers an
+   increment to the ranking of next increments. */
+static inline int has_next(const Problem *P, Py_ssize_t i, int32_t f) {
+    Py_ssize_t k = P->k;
+    const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
+    const uint8_t *ok = P->usable + i * k;
+    int64_t fw = option_w(P, i, f), fv = option_v(P, i, f);
+    for (Py_ssize_t o = 0; o < k; o++)
+        if (ok[o] && tw[o] > fw && tv[o] > fv) return 1;
+    return 0;
 }
 
 /* Row i at lambda with its floor option f (fw tokens, fv value): its reduced value, the best of its
@@ -1314,6 +1381,14 @@ static __attribute__((noinline)) size_t suffix_to(const Problem *P, const int64_
     return have;
 }
 
+/* lambda = p / q in lowest terms: the same p and q whichever increment of that efficiency the split
+   returned (with or without the band) */
+static void lowest_terms(Problem *P) {
+    int64_t a = P->p, b = P->q;
+    while (b) { int64_t t = a % b; a = b; b = t; }
+    if (a > 1) { P->p /= a; P->q /= a; }
+}
+
 static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int bounded_ties, double *info) {
     Py_ssize_t n = P->n, k = P->k;
     int rc = -1;
@@ -1336,7 +1411,10 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     inc = scratch(W_INC, (size_t)n * (size_t)(k + 1), sizeof(Increment));
     gap = scratch(W_GAP, (size_t)n, sizeof(i128));
     has_alt = scratch(W_HAS_ALT, (size_t)n, 1);
-    if (!hull || !hull_len || !floor_pos || !floor_opt || !inc || !gap || !has_alt) goto done;
+    /* each row's best reduced value, and the options exactly as good (bit o: option o) */
+    i128 *row_best = scratch(W_ROW_BEST, (size_t)n, sizeof(i128));
+    uint64_t *tied = scratch(W_TIED_MASK, (size_t)n, sizeof(uint64_t));
+    if (!hull || !hull_len || !floor_pos || !floor_opt || !inc || !gap || !has_alt || !row_best || !tied) goto done;
 
     /* the sums of tokens below (of levels that fit the capacity, over all rows) stay in 64 bits */
     if ((i128)n * P->capacity >= ((i128)1 << 62)) return 1;
@@ -1367,6 +1445,13 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         if (!second_opt) goto done;
         banded = banded_split(P, hull, hull_len, floor_opt, second_opt, inc, &top, &bottom, &split, &above);
         if (banded < 0) goto done;
+        if (banded == 2) {  /* one efficiency around the capacity: is it the split's? */
+            split = top;
+            P->p = split.dv;
+            P->q = split.ds;
+            lowest_terms(P);
+            if (!tied_split(P, hull_len, floor_opt, second_opt, row_best, tied, gap, has_alt, &above)) banded = 0;
+        }
         if (banded) {
             on_hull = usable_levels = -1;  /* not counted */
             P->p = split.dv;
@@ -1403,13 +1488,7 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         above = total;  /* every increment gains value: all of them */
     }
 split_taken:
-    {
-        /* lambda in lowest terms: the same p and q whichever increment of that efficiency the split
-           returned (with or without the band) */
-        int64_t a = P->p, b = P->q;
-        while (b) { int64_t t = a % b; a = b; b = t; }
-        if (a > 1) { P->p /= a; P->q /= a; }
-    }
+    lowest_terms(P);
     /* the floor: each row at its heaviest hull vertex reached by increments strictly more
        efficient than lambda (a row's increments are strictly less efficient one after the other,
        so those are the increments above the split, whose tokens the split summed: `above`); then,
@@ -1420,10 +1499,7 @@ split_taken:
        bound, in the same pass. */
     int64_t floor_w = above, floor_v = 0, first_w = 0;
     searched = scratch(W_SEARCHED, (size_t)n, 1);
-    /* each row's best reduced value, and the options exactly as good (bit o: option o) */
-    i128 *row_best = scratch(W_ROW_BEST, (size_t)n, sizeof(i128));
-    uint64_t *tied = scratch(W_TIED_MASK, (size_t)n, sizeof(uint64_t));
-    if (!searched || !row_best || !tied) goto done;
+    if (!searched) goto done;
     memset(searched, 0, (size_t)n);
     memset(&rank_next, 0, sizeof rank_next);
     memset(&rank_prev, 0, sizeof rank_prev);
@@ -1433,20 +1509,41 @@ split_taken:
     /* banded: once both rankings are full and their outside extremes are at least as extreme as the
        band's ends, they turn away the increments around the floor of every row without a hull (less
        efficient than bottom, more than top) and change nothing: those rows need no hull here either */
-    int saturated = 0, usual = 0;
+    /* Rows left without a hull (banded, tied) get none here either where the rankings of the increments
+       around the floor would not take theirs: a row offers an increment after its floor (if it has one)
+       and one into it (unless the floor is delete); once a ranking is full and its outside extreme is
+       at least as extreme as every increment such rows can offer (less efficient than bottom, more than
+       top, outside the band; at most, at least lambda at a floor best at lambda), it turns them away and
+       changes nothing (sat_next, sat_prev). */
+    int sat_next = 0, sat_prev = 0, usual = 0;
     long uncounted = 0;
+    const Increment at_split = increment(q, p), *next_limit = banded == 2 ? &at_split : &bottom,
+                    *prev_limit = banded == 2 ? &at_split : &top;
     for (Py_ssize_t i = 0; i < n; i++) {
         size_t at = (size_t)i * (size_t)(k + 1);
         if (hull_len[i] < 0) {
-            if (saturated) {
-                /* outside the band: its floor is its unique best option at lambda, with no
-                   increment as efficient as lambda after it; the option second to it at both ends
-                   of the band is second at lambda too (the differences are linear in lambda) */
-                int32_t f = floor_opt[i];
-                int64_t fw = option_w(P, i, f), fv = option_v(P, i, f);
+            /* the floor: the band's row is at its one best option; a tied row at its lightest best,
+               or its heaviest as the second step below takes it (the increment between is lambda's) */
+            int32_t f = floor_opt[i], last = f;
+            int64_t fw = option_w(P, i, f), step = 0;
+            if (banded == 2 && p > 0 && floor_w < P->capacity && second_opt[i] >= 0
+                && floor_w + option_w(P, i, second_opt[i]) - fw <= P->capacity) {
+                last = second_opt[i];
+                step = option_w(P, i, last) - fw;
+            }
+            if ((sat_next || !has_next(P, i, last)) && (sat_prev || last == k)) {
                 first_w += fw;
-                floor_v += fv;
+                floor_w += step;
+                floor_v += option_v(P, i, last);
+                floor_opt[i] = last;
                 floor_pos[i] = -1;
+                if (banded == 2) {  /* tied_split wrote the row's numbers */
+                    upper += row_best[i];
+                    continue;
+                }
+                /* outside the band: its floor is its unique best option at lambda; the option second to it
+                   at both ends of the band is second at lambda too (the differences are linear in lambda) */
+                int64_t fv = option_v(P, i, f);
                 int s = second_opt[i], any;
                 i128 best, second;
                 uint64_t mask;
@@ -1505,12 +1602,12 @@ split_taken:
             Increment xi = increment(fw - hw[t - 1], fv - hv[t - 1]);
             rank_offer_row(&rank_prev, xi.eff, i, &xi);
         }
-        if (banded && !saturated)
-            /* (with the band down to lambda = 0, no row outside it has an increment after its floor) */
-            saturated = (bottom.dv == 0 || (rank_next.len == RANKED && rank_next.has_outside
-                                            && compare_efficiency(&rank_next.outside, &bottom) >= 0))
-                        && rank_prev.len == RANKED && rank_prev.has_outside
-                        && compare_efficiency(&rank_prev.outside, &top) <= 0;
+        if (banded && !sat_next)
+            sat_next = rank_next.len == RANKED && rank_next.has_outside
+                       && compare_efficiency(&rank_next.outside, next_limit) >= 0;
+        if (banded && !sat_prev)
+            sat_prev = rank_prev.len == RANKED && rank_prev.has_outside
+                       && compare_efficiency(&rank_prev.outside, prev_limit) <= 0;
     }
     if (first_w != above) { rc = 2; goto done; }  /* a bug: the split's tokens are not the floor's */
     rank_finish(&rank_next);
