@@ -6,7 +6,7 @@ split confirms it from each row's lightest and heaviest best options, without hu
 is taken it must give what every row's hull gives: the same multiplier, bound, optimum, allocation,
 kept levels and core, search and tie-rule counts (only the hull counts are not taken: -1). The test
 modes take the band where the kernel would decline it (2) and the narrowest band (3: the split is
-often outside it, and the kernel must fall back to every hull)."""
+often outside it, and the kernel must fall back to every hull); mode 4 is the tied split alone."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ from .test_kernel_passes import _raw_optimum, _raw_rows
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from generators import generate  # noqa: E402
 
-BAND_ROWS = 16384  # _kernel.c: solve_arrays takes the band from this many rows
+BAND_ROWS = 16384  # _kernel.c: solve_arrays takes the band from this many rows,
+TIED_ROWS = 2048  # and the tied split alone (mode 4: after a pilot of 32 rows finds ties) from this many
 
 
 def _solve(tokens, values, usable, capacity, mode=1, at_once=False, banded=0):
@@ -85,7 +86,7 @@ def _rows(draw):
 
 
 @settings(max_examples=250, deadline=None)
-@given(_rows(), st.sampled_from([1, 0, 2, -1]), st.sampled_from([1, 2, 3]), st.booleans())
+@given(_rows(), st.sampled_from([1, 0, 2, -1]), st.sampled_from([1, 2, 3, 4]), st.booleans())
 def test_the_band_gives_what_every_hull_gives(rows, mode, banded, at_once) -> None:
     tokens, values, usable, capacity = rows
     full = _solve(tokens, values, usable, capacity, mode, at_once)
@@ -127,6 +128,14 @@ def test_the_tied_split_is_taken_on_the_correlated_classes(kind, share) -> None:
         assert _same_answer(_solve(*rows, at_once=at_once), _solve(*rows, at_once=at_once, banded=1), 1)
 
 
+@pytest.mark.parametrize("kind", ["strongly", "subset-sum", "memory"])
+def test_the_tied_split_alone_on_fewer_rows(kind) -> None:
+    """Mode 4 (solve_arrays from 2,048 rows): taken on the correlated classes, declined after its pilot
+    where no block of ties shows."""
+    rows = _scaled(kind, 5_000, 3, 1.0)
+    assert _same_answer(_solve(*rows), _solve(*rows, banded=4), 1) == (kind != "memory")
+
+
 def test_the_band_is_declined_where_every_level_fits() -> None:
     """lambda = 0: every row offers the increment into its floor to a ranking that never fills with
     less efficient ones, so the band would spare no hull."""
@@ -134,7 +143,7 @@ def test_the_band_is_declined_where_every_level_fits() -> None:
     assert not _same_answer(_solve(*rows), _solve(*rows, banded=1), 1)
 
 
-@pytest.mark.parametrize("n", [BAND_ROWS - 1, BAND_ROWS, 3 * BAND_ROWS])
+@pytest.mark.parametrize("n", [TIED_ROWS - 1, TIED_ROWS, BAND_ROWS - 1, BAND_ROWS, 3 * BAND_ROWS])
 @pytest.mark.parametrize("kind", ["memory", "uncorrelated", "weakly", "strongly"])
 def test_solve_arrays_with_the_band_answers_as_every_hull(kind, n) -> None:
     tokens, utility, budget = generate(kind, n, 11)

@@ -405,7 +405,8 @@ typedef struct {
     int at_once;      /* tests: the search tightens its bound from the first state (MOVES_AFTER), and the
                          count cut is tried on the first incumbent */
     int banded;       /* the LP split from a band of rows (see banded_split); the hull counts are not taken.
-                         Tests: 2 takes the band even where many rows are in it, 3 the narrowest band */
+                         4: the tied split only, from a small sample (fewer rows). Tests: 2 takes the band
+                         even where many rows are in it, 3 the narrowest band */
 } Problem;
 
 /* option o of row i: a level 0..k-1, or k = delete */
@@ -906,6 +907,8 @@ static size_t shift_reach(const uint64_t *before, uint64_t *now, int64_t words, 
    increments above the band and is left without a hull. The others build theirs, and the split is
    taken among their increments in the band, as among all increments (the same multiplier). */
 #define BAND_ROWS 16384
+#define TIED_ROWS 2048      /* ... and the tied split alone from this many, */
+#define TIED_SAMPLE 256     /* with this many rows sampled (a block of ties holds the split even so) */
 #define BAND_Z 4.0          /* the band's half-width, in standard errors of the sample's estimate */
 
 /* Whether row i is outside the band [bottom, top]: one option m is best at top and at bottom, and
@@ -969,10 +972,40 @@ static int sample_split(const Increment *x, size_t m, double cap, int64_t total,
 }
 
 /* Chooses the band [bottom, top] from a sample of rows; 0 where it cannot (the caller takes every hull). */
+static int compare_efficiencies(const void *a, const void *b) {
+    return -compare_efficiency((const Increment *)a, (const Increment *)b);
+}
+
+/* Whether TIED_PILOT rows spread over the instance share a hull increment's efficiency, at least
+   TIED_PILOT / 4 of their increments exactly as efficient (a block of ties the split may be in): what
+   the tied split needs to be worth a sample on fewer rows. */
+#define TIED_PILOT 32
+static int pilot_ties(const Problem *P) {
+    Py_ssize_t n = P->n;
+    Increment x[TIED_PILOT * 63];
+    size_t m = 0;
+    long on_hull = 0;
+    int skip_usual = 0;
+    for (size_t a = 0; a < TIED_PILOT; a++) {
+        int32_t hull[64];
+        int64_t hw[64], hv[64];
+        int len = build_hull(P, (Py_ssize_t)(a * (size_t)n / TIED_PILOT), hull, hw, hv, &on_hull, &skip_usual);
+        for (int t = 1; t < len; t++) x[m++] = increment(hw[t] - hw[t - 1], hv[t] - hv[t - 1]);
+    }
+    qsort(x, m, sizeof(Increment), compare_efficiencies);
+    size_t run = 1;
+    for (size_t j = 1; j < m; j++) {
+        run = compare_efficiency(&x[j], &x[j - 1]) == 0 ? run + 1 : 1;
+        if (run >= TIED_PILOT / 4) return 1;
+    }
+    return 0;
+}
+
 static int choose_band(const Problem *P, Increment *top, Increment *bottom) {
     Py_ssize_t n = P->n, k = P->k;
+    if (P->banded == 4 && !pilot_ties(P)) return 0;
     size_t rows = (size_t)n / 16;
-    rows = rows < 1024 ? 1024 : rows > 16384 ? 16384 : rows;
+    rows = P->banded == 4 ? TIED_SAMPLE : rows < 1024 ? 1024 : rows > 16384 ? 16384 : rows;
     Increment *x = scratch(W_SAMPLE, 3 * rows * (size_t)(k + 1) + rows + 1, sizeof(Increment));
     if (!x) return -1;
     Increment *copy = x + rows * (size_t)(k + 1), *work = copy + rows * (size_t)(k + 1);
@@ -1033,13 +1066,14 @@ static int choose_band(const Problem *P, Increment *top, Increment *bottom) {
        row's increment into its floor is ranked: the band spares no hull, and the kernel declines it
        (tests: taken) */
     if (!sample_split(x, m, cap - margin, total, copy, work, top)) {
-        if (P->banded == 1) return 0;
+        if (P->banded == 1 || P->banded == 4) return 0;
         *top = (Increment){1, 0, 0.0};
     }
     if (!sample_split(x, m, cap + margin, total, copy, work, bottom)) *bottom = (Increment){1, 0, 0.0};
     /* one efficiency either side of the capacity: a block of increments exactly as efficient holds it
        (every level of Pisinger's correlated classes ties at lambda): the tied split (see tied_split) */
     if (compare_efficiency(top, bottom) == 0 && top->dv > 0) return 2;
+    if (P->banded == 4) return 0;
     /* where half the rows have an increment in the band, the band spares few hulls and costs a pass:
        every hull, as without it */
     size_t inside = 0;
@@ -2740,7 +2774,7 @@ static PyObject *kernel_solve_arrays(PyObject *self, PyObject *args) {
         if (scale_values(n, k, t, u, mask, budget, price, 1, max_utility, best, values, usable, &factor) < 0)
             goto fallback;
         /* the hull counts are not returned here: the band spares most rows their hull */
-        Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, n >= BAND_ROWS};
+        Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, n >= BAND_ROWS ? 1 : n >= TIED_ROWS ? 4 : 0};
         double info[13] = {0};
         int rc = solve(&P, choice, keep, core, bounded_ties, info);
         if (rc < 0) { PyErr_NoMemory(); goto release; }
