@@ -1154,23 +1154,23 @@ static int tied_split(const Problem *P, int *hull_len, int32_t *floor_opt, int8_
         i128 best = 0, second = 0;  /* delete: 0 */
         uint64_t mask = (uint64_t)1 << k;
         int options = 1, seconds = 0;
+        int light = (int)k, heaviest = (int)k;  /* (a level as good as delete has tokens) */
+        int64_t lw = 0, hw = 0;
         for (Py_ssize_t o = 0; o < k; o++) {
             if (!ok[o]) continue;
             options++;
-            i128 r = (i128)q * tv[o] - (i128)p * tw[o];
-            if (r > best) { second = best; seconds = 1; best = r; mask = (uint64_t)1 << o; }
-            else if (r == best) mask |= (uint64_t)1 << o;
-            else if (!seconds || r > second) { second = r; seconds = 1; }
+            int64_t w = tw[o];
+            i128 r = (i128)q * tv[o] - (i128)p * w;
+            if (r > best) {
+                second = best; seconds = 1; best = r; mask = (uint64_t)1 << o;
+                light = heaviest = (int)o; lw = hw = w;
+            } else if (r == best) {
+                mask |= (uint64_t)1 << o;
+                if (w < lw) { light = (int)o; lw = w; }
+                if (w > hw) { heaviest = (int)o; hw = w; }
+            } else if (!seconds || r > second) { second = r; seconds = 1; }
         }
         if (mask & (mask - 1)) second = best;
-        int light = -1, heaviest = -1;
-        int64_t lw = 0, hw = 0;
-        for (uint64_t b = mask; b; b &= b - 1) {
-            int o = __builtin_ctzll(b);
-            int64_t w = option_w(P, i, o);
-            if (light < 0 || w < lw) { light = o; lw = w; }
-            if (heaviest < 0 || w > hw) { heaviest = o; hw = w; }
-        }
         hull_len[i] = -1;
         floor_opt[i] = light;
         heavy[i] = (int8_t)(heaviest == light ? -1 : heaviest);
