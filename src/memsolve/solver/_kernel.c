@@ -909,6 +909,9 @@ static size_t shift_reach(const uint64_t *before, uint64_t *now, int64_t words, 
 #define BAND_ROWS 16384
 #define TIED_ROWS 2048      /* ... and the tied split alone from this many, */
 #define TIED_SAMPLE 256     /* with this many rows sampled (a block of ties holds the split even so) */
+
+/* The band the kernel takes for n rows by default (the hull counts are then not taken: -1) */
+static int band_mode(Py_ssize_t n) { return n >= BAND_ROWS ? 1 : n >= TIED_ROWS ? 4 : 0; }
 #define BAND_Z 4.0          /* the band's half-width, in standard errors of the sample's estimate */
 
 /* Whether row i is outside the band [bottom, top]: one option m is best at top and at bottom, and
@@ -982,7 +985,8 @@ static int compare_efficiencies(const void *a, const void *b) {
 #define TIED_PILOT 32
 static int pilot_ties(const Problem *P) {
     Py_ssize_t n = P->n;
-    Increment x[TIED_PILOT * 63];
+    Increment *x = scratch(W_SAMPLE, TIED_PILOT * (size_t)P->k + 1, sizeof(Increment));
+    if (!x) return 0;
     size_t m = 0;
     long on_hull = 0;
     int skip_usual = 0;
@@ -2446,10 +2450,11 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     long long capacity;
     int bounded_ties;
     Py_ssize_t n, k;
-    int at_once = 0, banded = 0;
+    int at_once = 0, banded = -1;
     if (!PyArg_ParseTuple(args, "nnOOOLOOOi|pi", &n, &k, &o_tokens, &o_values, &o_usable, &capacity, &o_choice,
                           &o_keep, &o_core, &bounded_ties, &at_once, &banded))
         return NULL;
+    if (banded < 0) banded = band_mode(n);
     if (k < 0 || k > 62 || n < 0) {
         PyErr_SetString(PyExc_ValueError, "the kernel takes 0..62 levels per row");
         return NULL;
@@ -2773,8 +2778,7 @@ static PyObject *kernel_solve_arrays(PyObject *self, PyObject *args) {
         double factor;
         if (scale_values(n, k, t, u, mask, budget, price, 1, max_utility, best, values, usable, &factor) < 0)
             goto fallback;
-        /* the hull counts are not returned here: the band spares most rows their hull */
-        Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, n >= BAND_ROWS ? 1 : n >= TIED_ROWS ? 4 : 0};
+        Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, band_mode(n)};
         double info[13] = {0};
         int rc = solve(&P, choice, keep, core, bounded_ties, info);
         if (rc < 0) { PyErr_NoMemory(); goto release; }
@@ -2843,7 +2847,7 @@ static PyObject *kernel_solve_job(PyObject *self, PyObject *args) {
     if (!best || !util) { PyErr_NoMemory(); goto release; }
     double factor;
     scale_values(n, k, t, u, b[2].buf, budget, price, 0, 0.0, best, values, usable, &factor);
-    Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1};
+    Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, band_mode(n)};
     double info[13] = {0};
     int rc = solve(&P, choice, b[6].buf, b[7].buf, mode, info);
     if (rc < 0) { PyErr_NoMemory(); goto release; }
@@ -2869,8 +2873,10 @@ release:
 
 static PyMethodDef methods[] = {
     {"solve", kernel_solve, METH_VARARGS,
-     "solve(n, k, tokens, values, usable, capacity, choice, keep, core, bounded_ties) -> info, or None past the limit "
-     "(bounded_ties -1: the optimum only, no reduction nor tie rule; 2: as 1 with the tail by Pareto layers only)"},
+     "solve(n, k, tokens, values, usable, capacity, choice, keep, core, bounded_ties[, at_once, banded]) -> info, or "
+     "None past the limit (bounded_ties -1: the optimum only, no reduction nor tie rule; 2: as 1 with the tail by "
+     "Pareto layers only; banded: -1 by the row count, 0 every hull, 1 band or tied split, 4 tied split only; tests: "
+     "2 band forced, 3 narrowest band; info's hull counts are -1 where a band was taken)"},
     {"solve_arrays", kernel_solve_arrays, METH_VARARGS,
      "solve_arrays(n, k, tokens, utility, mask|None, budget, price, limit, bounded_ties, max_utility, choice) -> "
      "(objective, tokens_used, tie_rule), or None where the Python path answers"},

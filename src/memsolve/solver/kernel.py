@@ -38,8 +38,8 @@ class KernelResult:
     upper_bound: float  # U(λ*), scaled
     value: int  # V*, scaled
     tokens: int  # W*: the fewest tokens of an allocation worth V*
-    hull_levels: int
-    lp_dominated: int
+    hull_levels: int | None  # None: not counted (the band spared rows their hull, _kernel.c: banded_split)
+    lp_dominated: int | None
     searched_rows: int  # rows the optimum search enumerated
     tie_rule: bool  # False: too many tied optima to order by fidelity; this is one of them
     states: int  # search states generated (a deterministic measure of the search's work)
@@ -97,8 +97,8 @@ def _result(info: tuple, choice: np.ndarray, keep: np.ndarray, core: np.ndarray)
         upper_bound=upper,
         value=int(value),
         tokens=int(used),
-        hull_levels=int(hull),
-        lp_dominated=int(dominated),
+        hull_levels=None if hull < 0 else int(hull),
+        lp_dominated=None if dominated < 0 else int(dominated),
         searched_rows=int(searched),
         tie_rule=bool(tie_rule),
         states=int(states) + int(tie_states),

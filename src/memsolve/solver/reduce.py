@@ -56,8 +56,8 @@ class Reduction:
     keep: np.ndarray  # bool (n, k+1): levels still possible in an optimum; column k is delete
     core: np.ndarray  # int64: rows with more than one possible level, in input order
     fixed_choice: np.ndarray  # int64 (n,): the level of every fixed row (-1 delete); core rows -1
-    hull_levels: int  # levels on the LP hull (all rows)
-    lp_dominated: int  # usable levels off the hull
+    hull_levels: int | None  # levels on the LP hull (all rows); None where the kernel did not count them
+    lp_dominated: int | None  # usable levels off the hull
 
 
 def _columns(instance: Instance, scaled: Scaled) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
