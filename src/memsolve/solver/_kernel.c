@@ -1138,6 +1138,42 @@ static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t 
     return 1;
 }
 
+/* One row of the tied split in integers of type T (int64_t where the row's products fit, else i128):
+   its best reduced value, the best of the others (itself where two tie), the best options (bit o), the
+   lightest and heaviest of them, and how many options it has (delete included). */
+#define TIED_ROW(NAME, T)                                                                                  \
+    static inline void NAME(const Problem *P, Py_ssize_t i, i128 *best_out, i128 *second_out,            \
+                            uint64_t *mask_out, int *light_out, int *heavy_out, int *options_out) {        \
+        Py_ssize_t k = P->k;                                                                               \
+        const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;                                  \
+        const uint8_t *ok = P->usable + i * k;                                                           \
+        T best = 0, second = 0; /* delete: 0 */                                                           \
+        uint64_t mask = (uint64_t)1 << k;                                                                 \
+        int options = 1, seconds = 0;                                                                     \
+        int light = (int)k, heaviest = (int)k; /* (a level as good as delete has tokens) */              \
+        int64_t lw = 0, hw = 0;                                                                           \
+        for (Py_ssize_t o = 0; o < k; o++) {                                                              \
+            if (!ok[o]) continue;                                                                         \
+            options++;                                                                                    \
+            int64_t w = tw[o];                                                                            \
+            T r = (T)P->q * tv[o] - (T)P->p * w;                                                          \
+            if (r > best) {                                                                               \
+                second = best; seconds = 1; best = r; mask = (uint64_t)1 << o;                          \
+                light = heaviest = (int)o; lw = hw = w;                                                   \
+            } else if (r == best) {                                                                       \
+                mask |= (uint64_t)1 << o;                                                                 \
+                if (w < lw) { light = (int)o; lw = w; }                                                   \
+                if (w > hw) { heaviest = (int)o; hw = w; }                                                \
+            } else if (!seconds || r > second) { second = r; seconds = 1; }                               \
+        }                                                                                                 \
+        *best_out = best;                                                                                 \
+        *second_out = mask & (mask - 1) ? best : second;                                                  \
+        *mask_out = mask; *light_out = light; *heavy_out = heaviest; *options_out = options;             \
+    }
+TIED_ROW(tied_row64, int64_t)
+TIED_ROW(tied_row128, i128)
+#undef TIED_ROW
+
 /* The tied split, where the sample found one efficiency lambda = p / q on both sides of the capacity:
    lambda is the split's if the rows' lightest options best at lambda fit the capacity and their
    heaviest do not (the increments more efficient than lambda lead to the lightest, those exactly as
@@ -1150,31 +1186,18 @@ static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t 
 static int tied_split(const Problem *P, int *hull_len, int32_t *floor_opt, int8_t *heavy, i128 *row_best,
                       uint64_t *tied, i128 *gap, unsigned char *has_alt, int64_t *above) {
     Py_ssize_t n = P->n, k = P->k;
-    const int64_t p = P->p, q = P->q;
     int64_t light_w = 0, heavy_w = 0;
+    uint64_t pq = (uint64_t)P->p | (uint64_t)P->q;
+    int bits = pq ? 64 - __builtin_clzll(pq) : 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
-        const uint8_t *ok = P->usable + i * k;
-        i128 best = 0, second = 0;  /* delete: 0 */
-        uint64_t mask = (uint64_t)1 << k;
-        int options = 1, seconds = 0;
-        int light = (int)k, heaviest = (int)k;  /* (a level as good as delete has tokens) */
-        int64_t lw = 0, hw = 0;
-        for (Py_ssize_t o = 0; o < k; o++) {
-            if (!ok[o]) continue;
-            options++;
-            int64_t w = tw[o];
-            i128 r = (i128)q * tv[o] - (i128)p * w;
-            if (r > best) {
-                second = best; seconds = 1; best = r; mask = (uint64_t)1 << o;
-                light = heaviest = (int)o; lw = hw = w;
-            } else if (r == best) {
-                mask |= (uint64_t)1 << o;
-                if (w < lw) { light = (int)o; lw = w; }
-                if (w > hw) { heaviest = (int)o; hw = w; }
-            } else if (!seconds || r > second) { second = r; seconds = 1; }
-        }
-        if (mask & (mask - 1)) second = best;
+        uint64_t wide = 0;  /* each product below 2**62 where the row's numbers are below 2**(62 - bits) */
+        for (Py_ssize_t o = 0; o < k; o++) wide |= (uint64_t)tw[o] | (uint64_t)tv[o];
+        i128 best, second;
+        uint64_t mask;
+        int light, heaviest, options;
+        if (bits <= 61 && !(wide >> (62 - bits))) tied_row64(P, i, &best, &second, &mask, &light, &heaviest, &options);
+        else tied_row128(P, i, &best, &second, &mask, &light, &heaviest, &options);
         hull_len[i] = -1;
         floor_opt[i] = light;
         heavy[i] = (int8_t)(heaviest == light ? -1 : heaviest);
@@ -1182,8 +1205,8 @@ static int tied_split(const Problem *P, int *hull_len, int32_t *floor_opt, int8_
         tied[i] = mask;
         has_alt[i] = (unsigned char)(options > 1);
         gap[i] = options > 1 ? best - second : 0;
-        light_w += lw;
-        heavy_w += hw;
+        light_w += option_w(P, i, light);
+        heavy_w += option_w(P, i, heaviest);
     }
     if (light_w > P->capacity || heavy_w <= P->capacity) return 0;
     *above = light_w;
