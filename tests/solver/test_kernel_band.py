@@ -152,3 +152,22 @@ def test_solve_arrays_with_the_band_answers_as_every_hull(kind, n) -> None:
     kernel = solve_kernel(inst, scale(inst), bounded_ties=False)
     assert found.status == "optimal" and found.bound == found.objective
     assert found.choice.tolist() == kernel.choice.tolist()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_tied_split_past_64_bits(seed) -> None:
+    """Rows on one line of slope a / b in lowest terms, b near 2**31 (lambda's denominator), values
+    past 2**32: q v leaves 64 bits, so each row is taken in 128 bits, with the answer of every hull
+    (levels of equal tokens and value included: the first of them is the one the hull keeps)."""
+    rng = np.random.default_rng(seed)
+    n, k, a, b = 50, 5, 2**32 + 15, 2**31 - 1
+    steps = rng.integers(1, 9, size=(n, k)).astype(np.int64)
+    tokens, values = steps * b, steps * a + 2**33
+    usable = (rng.random((n, k)) < 0.9).astype(np.uint8)
+    lightest = int(np.where(usable, tokens, 2**62).min(axis=1).sum())
+    heaviest = int(np.where(usable, tokens, 0).max(axis=1).sum())
+    capacity = lightest + int((heaviest - lightest) * rng.uniform(0.3, 0.7))  # inside the block of ties
+    full = _solve(tokens, values, usable, capacity)
+    assert full[0] is not None and (full[0][0], full[0][1]) == (a, b)  # lambda: the line's slope
+    for banded in (2, 4):
+        assert _same_answer(full, _solve(tokens, values, usable, capacity, banded=banded), 1)

@@ -1061,9 +1061,10 @@ static int choose_band(const Problem *P, Increment *top, Increment *bottom) {
     }
     double mean = sum / (double)rows, var = squares / (double)rows - mean * mean;
     /* and at least enough rows either side for the rankings of the rows around the floor to fill from
-       rows with a hull (4 RANKED of them, in increments of the sample's mean tokens) */
-    double margin = BAND_Z * sqrt((var > 0.0 ? var : 0.0) * (double)rows)
-                    + (4.0 * RANKED * scale + 2.0) * (double)total / (double)m;
+       rows with a hull (4 RANKED of them, or an eighth of the rows, in increments of the sample's mean
+       tokens) */
+    double fill = (double)n / 8.0 < 4.0 * RANKED ? (double)n / 8.0 : 4.0 * RANKED;
+    double margin = BAND_Z * sqrt((var > 0.0 ? var : 0.0) * (double)rows) + (fill * scale + 2.0) * (double)total / (double)m;
     if (P->banded == 3) margin = 0.0;  /* tests: the narrowest band (the split often outside it) */
     /* past every increment: the band reaches down to lambda = 0. From top, the band is lambda = 0 (a
        row's best is its most valuable option; every increment fits, or the band fails), where every
