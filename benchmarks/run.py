@@ -143,7 +143,7 @@ def versus_mcknap(args: argparse.Namespace) -> int:
     table = Table(title=f"memsolve against mcknap, milliseconds of CPU time (best of {args.repeat}; mcknap from "
                         "issue 18, scaled by argsort)")
     for column in ("class", "n", "argsort", "memsolve", "mcknap", "memsolve / mcknap", "within 1.5x", "optimum only",
-                   "optimum only / mcknap", "rows searched", "free", "tail", "states", "tie rule", "exact"):
+                   "optimum only / mcknap", "hulls", "rows searched", "free", "tail", "states", "tie rule", "exact"):
         table.add_column(column, justify="right")
     console = Console(width=220)
     failures = 0
@@ -181,10 +181,10 @@ def _versus_row(kind: str, n: int, index: int, args: argparse.Namespace) -> tupl
              "yes" if t_dp <= 1.5 * mcknap else "no", "-" if t_optimum is None else f"{t_optimum:.2f}",
              "-" if t_optimum is None else f"{t_optimum / mcknap:.2f}x"]
     if found is None:
-        cells += ["-"] * 5
+        cells += ["-"] * 6
     else:
-        cells += [str(found.searched_rows), str(found.core.size), str(found.tail_rows), f"{found.states:,}",
-                  "yes" if found.tie_rule else "search order"]
+        cells += [f"{found.hull_rows:,}", str(found.searched_rows), str(found.core.size), str(found.tail_rows),
+                  f"{found.states:,}", "yes" if found.tie_rule else "search order"]
     return [*cells, "yes" if exact else "NO"], exact
 
 

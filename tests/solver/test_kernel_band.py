@@ -46,7 +46,8 @@ def _same_answer(full, band, mode) -> bool:
         return False
     taken = b_info[5] == -1 and b_info[6] == -1
     assert (b_info[5], b_info[6]) == ((-1, -1) if taken else (info[5], info[6]))
-    assert b_info[:5] == info[:5] and b_info[7:] == info[7:]
+    assert b_info[:5] == info[:5] and b_info[7:13] == info[7:13]
+    assert info[13] == len(choice) and (b_info[13] <= len(choice) if taken else b_info[13] == len(choice))
     assert b_choice.tolist() == choice.tolist()
     if mode != -1:  # the optimum only: no reduction
         assert b_keep.tolist() == keep.tolist()
@@ -54,9 +55,9 @@ def _same_answer(full, band, mode) -> bool:
     return taken
 
 
-def _scaled(kind: str, n: int, seed: int, budget_share: float):
+def _scaled(kind: str, n: int, seed: int, budget_share: float, price: float = 0.0):
     tokens, utility, budget = generate(kind, n, seed)
-    inst = make_instance(tokens, utility, int(budget * budget_share))
+    inst = make_instance(tokens, utility, int(budget * budget_share), price=price)
     scaled = scale(inst)
     return (np.ascontiguousarray(inst.tokens), np.ascontiguousarray(scaled.values),
             np.ascontiguousarray(scaled.usable).view(np.uint8), inst.budget)
@@ -115,7 +116,24 @@ def test_the_band_is_taken_where_few_rows_are_in_it(kind, share) -> None:
     rows = _scaled(kind, 20_000, 3, share)
     for at_once in (False, True):
         full = _solve(*rows, at_once=at_once)
-        assert _same_answer(full, _solve(*rows, at_once=at_once, banded=1), 1)
+        band = _solve(*rows, at_once=at_once, banded=1)
+        assert _same_answer(full, band, 1)
+        # the search's exact LP of the rows outside it needs every hull: built once it has generated
+        # 65,536 states (at once: from the first), as on weakly correlated rows at these budgets
+        large = at_once or band[0][10] > 65_536
+        assert band[0][13] == 20_000 if large else band[0][13] < 20_000 // 2
+        assert large == (at_once or kind == "weakly" and share < 1)
+
+
+@pytest.mark.parametrize("kind", ["memory", "uncorrelated"])
+def test_the_band_with_a_price_per_token(kind) -> None:
+    """A price per token (MemPrice) leaves levels worth less than nothing: not usable, their scaled
+    values negative. They neither keep a row in the band nor change its answer."""
+    rows = _scaled(kind, 20_000, 5, 0.2, price=0.05 if kind == "memory" else 0.3)
+    assert (rows[1] < 0).any() and not rows[2].all()  # not vacuous
+    band = _solve(*rows, banded=1)
+    assert _same_answer(_solve(*rows), band, 1)
+    assert band[0][13] < 20_000 // 4  # most rows get no hull
 
 
 @pytest.mark.parametrize("kind", ["strongly", "subset-sum"])
@@ -125,7 +143,10 @@ def test_the_tied_split_is_taken_on_the_correlated_classes(kind, share) -> None:
     capacity, and the rows' lightest and heaviest options best at it confirm it without a hull."""
     rows = _scaled(kind, 20_000, 3, share)
     for at_once in (False, True):
-        assert _same_answer(_solve(*rows, at_once=at_once), _solve(*rows, at_once=at_once, banded=1), 1)
+        band = _solve(*rows, at_once=at_once, banded=1)
+        assert _same_answer(_solve(*rows, at_once=at_once), band, 1)
+        # only the rows the rankings around the floor take (129 each) get a hull
+        assert band[0][13] == 20_000 if at_once else band[0][13] <= 2 * 129
 
 
 @pytest.mark.parametrize("kind", ["strongly", "subset-sum", "memory"])

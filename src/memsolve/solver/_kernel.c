@@ -898,7 +898,7 @@ static size_t shift_reach(const uint64_t *before, uint64_t *now, int64_t words, 
     return d_hi >= d_lo ? (size_t)(d_hi - d_lo + 1) : 0;
 }
 
-/* The banded LP split (solve_arrays, from BAND_ROWS rows): the split and the floor without every
+/* The banded LP split (from BAND_ROWS rows; band_mode): the split and the floor without every
    row's hull. A sample of rows estimates the multiplier; two multipliers either side of it, top above
    and bottom below, bound a band that holds it unless the sample misled (then the caller takes every
    hull, as without the band). A row whose best option at top is unique and is its unique best at
@@ -909,27 +909,40 @@ static size_t shift_reach(const uint64_t *before, uint64_t *now, int64_t words, 
 #define BAND_ROWS 16384
 #define TIED_ROWS 2048      /* ... and the tied split alone from this many, */
 #define TIED_SAMPLE 256     /* with this many rows sampled (a block of ties holds the split even so) */
+#define BAND_Z 4.0          /* the band's half-width, in standard errors of the sample's estimate */
 
 /* The band the kernel takes for n rows by default (the hull counts are then not taken: -1) */
 static int band_mode(Py_ssize_t n) { return n >= BAND_ROWS ? 1 : n >= TIED_ROWS ? 4 : 0; }
-#define BAND_Z 4.0          /* the band's half-width, in standard errors of the sample's estimate */
+
+/* The OR of row i's usable levels' tokens and values (a level's value may be anything where it is not
+   usable): products of them with numbers of `bits` bits stay below 2**62 where this is below
+   2**(62 - bits), and their differences fit 64 bits. */
+static inline uint64_t row_width(const Problem *P, Py_ssize_t i) {
+    Py_ssize_t k = P->k;
+    const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
+    const uint8_t *ok = P->usable + i * k;
+    uint64_t wide = 0;
+    for (Py_ssize_t o = 0; o < k; o++) wide |= ok[o] ? (uint64_t)tw[o] | (uint64_t)tv[o] : 0;
+    return wide;
+}
 
 /* Whether row i is outside the band [bottom, top]: one option m is best at top and at bottom, and
    strictly (it is then strictly best between them). Into *best m, into *second the option best after m
    at both ends (-1: m is the only option; -2: another at each end, or ties). Reduced values at a / b
-   are b v - a w (delete: 0), in 64 bits where the row's numbers leave room (bits: the row's widest
-   token or value; else the row is taken as inside, and gets its hull). */
+   are b v - a w (delete: 0), in 64 bits where the row's numbers leave room (bits: the widest of the
+   band's ends; else the row is taken as inside, and gets its hull). */
 static inline int outside_band(const Problem *P, Py_ssize_t i, const Increment *top, const Increment *bottom,
                                int bits, int *best, int *second) {
     Py_ssize_t k = P->k;
     const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
     const uint8_t *ok = P->usable + i * k;
-    uint64_t wide = 0;
-    for (Py_ssize_t o = 0; o < k; o++) wide |= (uint64_t)tw[o] | (uint64_t)tv[o];
-    if (wide >> (62 - bits)) return 0;  /* each product below 2**62: their difference fits */
+    if (row_width(P, i) >> (62 - bits)) return 0;
+    /* (unsigned: a level that is not usable may hold any number; its products wrap and are not read) */
+    const uint64_t at = (uint64_t)top->dv, bt = (uint64_t)top->ds, ab = (uint64_t)bottom->dv, bb = (uint64_t)bottom->ds;
     int64_t rt[64], rb[64];
     for (Py_ssize_t o = 0; o < k; o++) {
-        int64_t t = top->ds * tv[o] - top->dv * tw[o], b = bottom->ds * tv[o] - bottom->dv * tw[o];
+        uint64_t w = (uint64_t)tw[o], v = (uint64_t)tv[o];
+        int64_t t = (int64_t)(bt * v - at * w), b = (int64_t)(bb * v - ab * w);
         rt[o] = ok[o] ? t : INT64_MIN;
         rb[o] = ok[o] ? b : INT64_MIN;
     }
@@ -974,7 +987,6 @@ static int sample_split(const Increment *x, size_t m, double cap, int64_t total,
     return split_increment(copy, m, (int64_t)cap, total, work, out, &above);
 }
 
-/* Chooses the band [bottom, top] from a sample of rows; 0 where it cannot (the caller takes every hull). */
 static int compare_efficiencies(const void *a, const void *b) {
     return -compare_efficiency((const Increment *)a, (const Increment *)b);
 }
@@ -1005,6 +1017,8 @@ static int pilot_ties(const Problem *P) {
     return 0;
 }
 
+/* Chooses the band [bottom, top] from a sample of rows: 1 a band, 2 one efficiency (the tied split),
+   0 where it cannot or would spare little (the caller takes every hull), -1 no memory. */
 static int choose_band(const Problem *P, Increment *top, Increment *bottom) {
     Py_ssize_t n = P->n, k = P->k;
     if (P->banded == 4 && !pilot_ties(P)) return 0;
@@ -1186,18 +1200,16 @@ TIED_ROW(tied_row128, i128)
    0 where lambda is not the split's (the caller takes every hull). */
 static int tied_split(const Problem *P, int *hull_len, int32_t *floor_opt, int8_t *heavy, i128 *row_best,
                       uint64_t *tied, i128 *gap, unsigned char *has_alt, int64_t *above) {
-    Py_ssize_t n = P->n, k = P->k;
+    Py_ssize_t n = P->n;
     int64_t light_w = 0, heavy_w = 0;
     uint64_t pq = (uint64_t)P->p | (uint64_t)P->q;
     int bits = pq ? 64 - __builtin_clzll(pq) : 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
-        uint64_t wide = 0;  /* each product below 2**62 where the row's numbers are below 2**(62 - bits) */
-        for (Py_ssize_t o = 0; o < k; o++) wide |= (uint64_t)tw[o] | (uint64_t)tv[o];
         i128 best, second;
         uint64_t mask;
         int light, heaviest, options;
-        if (bits <= 61 && !(wide >> (62 - bits))) tied_row64(P, i, &best, &second, &mask, &light, &heaviest, &options);
+        if (bits <= 61 && !(row_width(P, i) >> (62 - bits)))
+            tied_row64(P, i, &best, &second, &mask, &light, &heaviest, &options);
         else tied_row128(P, i, &best, &second, &mask, &light, &heaviest, &options);
         hull_len[i] = -1;
         floor_opt[i] = light;
@@ -2423,6 +2435,11 @@ split_taken:
     info[10] = (double)generated;
     info[11] = (double)generated2;
     info[12] = (double)tail_rows;
+    {
+        size_t built = 0;  /* rows given a hull (all of them without a band) */
+        for (Py_ssize_t i = 0; i < n; i++) built += hull_len[i] >= 0;
+        info[13] = (double)built;
+    }
     rc = 0;
 done:
     ws_states = states; ws_layer_start = layer_start; ws_pairs = pairs; ws_pair_start = pair_start;
@@ -2462,10 +2479,10 @@ static void release_buffers(Py_buffer *view, int count) {
 }
 
 static PyObject *info_tuple(const double *info) {
-    return Py_BuildValue("(LLdLLLLLLiLLL)", (long long)info[0], (long long)info[1], info[2], (long long)info[3],
+    return Py_BuildValue("(LLdLLLLLLiLLLL)", (long long)info[0], (long long)info[1], info[2], (long long)info[3],
                          (long long)info[4], (long long)info[5], (long long)info[6], (long long)info[7],
                          (long long)info[8], (int)info[9], (long long)info[10], (long long)info[11],
-                         (long long)info[12]);
+                         (long long)info[12], (long long)info[13]);
 }
 
 static PyObject *kernel_solve(PyObject *self, PyObject *args) {
@@ -2491,7 +2508,7 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     if (take_buffers(arg, b, 6) < 0) return NULL;
     PyObject *out = NULL;
     Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, (int64_t)capacity, 0, 1, at_once, banded};
-    double info[13] = {0};
+    double info[14] = {0};
     int rc;
     rc = solve(&P, b[3].buf, b[4].buf, b[5].buf, bounded_ties, info);  /* holds the GIL: one shared workspace */
     trim_workspace();
@@ -2803,7 +2820,7 @@ static PyObject *kernel_solve_arrays(PyObject *self, PyObject *args) {
         if (scale_values(n, k, t, u, mask, budget, price, 1, max_utility, best, values, usable, &factor) < 0)
             goto fallback;
         Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, band_mode(n)};
-        double info[13] = {0};
+        double info[14] = {0};
         int rc = solve(&P, choice, keep, core, bounded_ties, info);
         if (rc < 0) { PyErr_NoMemory(); goto release; }
         if (rc == 2) { PyErr_SetString(PyExc_RuntimeError, "kernel: the tie-rule states lost the optimum"); goto release; }
@@ -2872,7 +2889,7 @@ static PyObject *kernel_solve_job(PyObject *self, PyObject *args) {
     double factor;
     scale_values(n, k, t, u, b[2].buf, budget, price, 0, 0.0, best, values, usable, &factor);
     Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, band_mode(n)};
-    double info[13] = {0};
+    double info[14] = {0};
     int rc = solve(&P, choice, b[6].buf, b[7].buf, mode, info);
     if (rc < 0) { PyErr_NoMemory(); goto release; }
     if (rc == 2) { PyErr_SetString(PyExc_RuntimeError, "kernel: the tie-rule states lost the optimum"); goto release; }

@@ -45,6 +45,7 @@ class KernelResult:
     states: int  # search states generated (a deterministic measure of the search's work)
     search_states: int  # of which the optimum search (phase 1)
     tail_rows: int  # rows the tie rule's DP enumerated (the others are at their highest kept level)
+    hull_rows: int  # rows given a convex hull (every row but where the band spared some: _kernel.c)
 
 
 def applies(instance: Instance) -> bool:
@@ -88,7 +89,7 @@ def solve_kernel(
 
 
 def _result(info: tuple, choice: np.ndarray, keep: np.ndarray, core: np.ndarray) -> KernelResult:
-    p, q, upper, value, used, hull, dominated, searched, core_rows, tie_rule, states, tie_states, tail = info
+    p, q, upper, value, used, hull, dominated, searched, core_rows, tie_rule, states, tie_states, tail, hull_rows = info
     return KernelResult(
         choice=choice,
         keep=keep.view(bool),
@@ -104,6 +105,7 @@ def _result(info: tuple, choice: np.ndarray, keep: np.ndarray, core: np.ndarray)
         states=int(states) + int(tie_states),
         search_states=int(states),
         tail_rows=int(tail),
+        hull_rows=int(hull_rows),
     )
 
 
