@@ -192,3 +192,19 @@ def test_the_tied_split_past_64_bits(seed) -> None:
     assert full[0] is not None and (full[0][0], full[0][1]) == (a, b)  # lambda: the line's slope
     for banded in (2, 4):
         assert _same_answer(full, _solve(tokens, values, usable, capacity, banded=banded), 1)
+
+
+@pytest.mark.parametrize("banded", [0, 2])
+def test_the_reported_optimum_is_exact_past_2_to_the_53(banded) -> None:
+    """The kernel reports V* as an integer (it went through a double, and 2**53 + 1 came back as
+    2**53): two levels worth just under 2**52 each (hypothesis found it on raw rows)."""
+    tokens = np.array([[4, 3, 2, 1]] * 5 + [[0, 1, 2, 3]], dtype=np.int64)
+    values = np.array([[2**52 - 17, 3, 2, 1], [21, 20, 19, 1], [4, 3, 2, 1], [4, 3, 2, 1], [4, 3, 2, 1],
+                       [1, 2, 3, 2**52 - 1]], dtype=np.int64)
+    usable = np.zeros((6, 4), np.uint8)
+    usable[0, 0] = usable[1, 2] = usable[5, 3] = 1
+    info, choice, _, _ = _solve(tokens, values, usable, 9, banded=banded)
+    expected, value, used = _raw_optimum(tokens, values, usable, 9)
+    assert value == 2**53 + 1
+    assert (info[3], info[4]) == (value, used)
+    assert choice.tolist() == expected

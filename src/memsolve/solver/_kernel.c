@@ -1463,7 +1463,13 @@ static void lowest_terms(Problem *P) {
     if (a > 1) { P->p /= a; P->q /= a; }
 }
 
-static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int bounded_ties, double *info) {
+/* What solve reports: the integers exactly (a value past 2**53 would not survive a double), and the
+   LP bound U(lambda) as a double. v: p, q, (unused), V*, W*, hull levels, LP-dominated levels (both -1
+   where a band was taken), rows searched, free rows, tie rule applied, search states, tie-rule states,
+   tail rows, rows given a hull. */
+typedef struct { int64_t v[14]; double upper; } Info;
+
+static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int bounded_ties, Info *info) {
     Py_ssize_t n = P->n, k = P->k;
     int rc = -1;
     int32_t *hull = NULL, *floor_opt = NULL;
@@ -2422,23 +2428,23 @@ split_taken:
     for (Py_ssize_t i = 0; i < n; i++)
         if (choice[i] == k) choice[i] = -1;
 
-    info[0] = (double)P->p;
-    info[1] = (double)P->q;
-    info[2] = (double)upper / (double)P->q;
-    info[3] = (double)best_v;
-    info[4] = (double)best_w;
-    info[5] = (double)on_hull;
-    info[6] = banded ? -1.0 : (double)(usable_levels - on_hull);
-    info[7] = (double)layers;
-    info[8] = (double)n_free;
-    info[9] = (double)tie_rule;
-    info[10] = (double)generated;
-    info[11] = (double)generated2;
-    info[12] = (double)tail_rows;
+    info->v[0] = P->p;
+    info->v[1] = P->q;
+    info->upper = (double)upper / (double)P->q;
+    info->v[3] = best_v;
+    info->v[4] = best_w;
+    info->v[5] = on_hull;
+    info->v[6] = banded ? -1 : usable_levels - on_hull;
+    info->v[7] = (int64_t)layers;
+    info->v[8] = (int64_t)n_free;
+    info->v[9] = tie_rule;
+    info->v[10] = (int64_t)generated;
+    info->v[11] = (int64_t)generated2;
+    info->v[12] = (int64_t)tail_rows;
     {
         size_t built = 0;  /* rows given a hull (all of them without a band) */
         for (Py_ssize_t i = 0; i < n; i++) built += hull_len[i] >= 0;
-        info[13] = (double)built;
+        info->v[13] = (int64_t)built;
     }
     rc = 0;
 done:
@@ -2478,11 +2484,11 @@ static void release_buffers(Py_buffer *view, int count) {
     for (int a = 0; a < count; a++) PyBuffer_Release(&view[a]);
 }
 
-static PyObject *info_tuple(const double *info) {
-    return Py_BuildValue("(LLdLLLLLLiLLLL)", (long long)info[0], (long long)info[1], info[2], (long long)info[3],
-                         (long long)info[4], (long long)info[5], (long long)info[6], (long long)info[7],
-                         (long long)info[8], (int)info[9], (long long)info[10], (long long)info[11],
-                         (long long)info[12], (long long)info[13]);
+static PyObject *info_tuple(const Info *info) {
+    const int64_t *v = info->v;
+    return Py_BuildValue("(LLdLLLLLLiLLLL)", (long long)v[0], (long long)v[1], info->upper, (long long)v[3],
+                         (long long)v[4], (long long)v[5], (long long)v[6], (long long)v[7], (long long)v[8],
+                         (int)v[9], (long long)v[10], (long long)v[11], (long long)v[12], (long long)v[13]);
 }
 
 static PyObject *kernel_solve(PyObject *self, PyObject *args) {
@@ -2508,14 +2514,14 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     if (take_buffers(arg, b, 6) < 0) return NULL;
     PyObject *out = NULL;
     Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, (int64_t)capacity, 0, 1, at_once, banded};
-    double info[14] = {0};
+    Info info = {{0}, 0.0};
     int rc;
-    rc = solve(&P, b[3].buf, b[4].buf, b[5].buf, bounded_ties, info);  /* holds the GIL: one shared workspace */
+    rc = solve(&P, b[3].buf, b[4].buf, b[5].buf, bounded_ties, &info);  /* holds the GIL: one shared workspace */
     trim_workspace();
     if (rc < 0) { PyErr_NoMemory(); goto release; }
     if (rc == 2) { PyErr_SetString(PyExc_RuntimeError, "kernel: the tie-rule states lost the optimum"); goto release; }
     if (rc == 1) { out = Py_None; Py_INCREF(out); goto release; }
-    out = info_tuple(info);
+    out = info_tuple(&info);
 release:
     release_buffers(b, 6);
     return out;
@@ -2820,11 +2826,11 @@ static PyObject *kernel_solve_arrays(PyObject *self, PyObject *args) {
         if (scale_values(n, k, t, u, mask, budget, price, 1, max_utility, best, values, usable, &factor) < 0)
             goto fallback;
         Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, band_mode(n)};
-        double info[14] = {0};
-        int rc = solve(&P, choice, keep, core, bounded_ties, info);
+        Info info = {{0}, 0.0};
+        int rc = solve(&P, choice, keep, core, bounded_ties, &info);
         if (rc < 0) { PyErr_NoMemory(); goto release; }
         if (rc == 2) { PyErr_SetString(PyExc_RuntimeError, "kernel: the tie-rule states lost the optimum"); goto release; }
-        if (rc == 1 || (!info[9] && !bounded_ties)) goto fallback;
+        if (rc == 1 || (!info.v[9] && !bounded_ties)) goto fallback;
         /* the allocation: kept count, tokens, scaled value and the objective (best[] is free again) */
         size_t kept;
         int64_t used, worth;
@@ -2835,13 +2841,13 @@ static PyObject *kernel_solve_arrays(PyObject *self, PyObject *args) {
             goto release;
         }
         if (limit >= 0 && (long long)kept > limit) goto fallback;
-        if (worth != (int64_t)info[3] || used != (int64_t)info[4] || used > budget) {
+        if (worth != info.v[3] || used != info.v[4] || used > budget) {
             PyErr_Format(PyExc_RuntimeError, "kernel: reported value %lld with %lld tokens, but its allocation is "
-                         "worth %lld with %lld", (long long)info[3], (long long)info[4], (long long)worth,
+                         "worth %lld with %lld", (long long)info.v[3], (long long)info.v[4], (long long)worth,
                          (long long)used);
             goto release;
         }
-        out = Py_BuildValue("(dLi)", objective, (long long)used, (int)info[9]);
+        out = Py_BuildValue("(dLi)", objective, (long long)used, (int)info.v[9]);
         goto release;
     }
 fallback:
@@ -2889,8 +2895,8 @@ static PyObject *kernel_solve_job(PyObject *self, PyObject *args) {
     double factor;
     scale_values(n, k, t, u, b[2].buf, budget, price, 0, 0.0, best, values, usable, &factor);
     Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, band_mode(n)};
-    double info[14] = {0};
-    int rc = solve(&P, choice, b[6].buf, b[7].buf, mode, info);
+    Info info = {{0}, 0.0};
+    int rc = solve(&P, choice, b[6].buf, b[7].buf, mode, &info);
     if (rc < 0) { PyErr_NoMemory(); goto release; }
     if (rc == 2) { PyErr_SetString(PyExc_RuntimeError, "kernel: the tie-rule states lost the optimum"); goto release; }
     if (rc == 1) { out = Py_BuildValue("(dOddLLn)", factor, Py_None, 0.0, 0.0, 0LL, 0LL, (Py_ssize_t)0); goto release; }
@@ -2902,7 +2908,7 @@ static PyObject *kernel_solve_job(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_RuntimeError, "kernel: chose a level that is not offered");
         goto release;
     }
-    PyObject *info_obj = info_tuple(info);
+    PyObject *info_obj = info_tuple(&info);
     if (!info_obj) goto release;
     out = Py_BuildValue("(dNddLLn)", factor, info_obj, objective, utility, (long long)used, (long long)worth,
                         (Py_ssize_t)kept);
