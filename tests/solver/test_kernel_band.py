@@ -5,7 +5,7 @@ one efficiency (a block of tied increments around the capacity: the correlated c
 split confirms it from each row's lightest and heaviest best options, without hulls. Wherever either
 is taken it must give what every row's hull gives: the same multiplier, bound, optimum, allocation,
 kept levels and core, search and tie-rule counts (only the hull counts are not taken: -1). The test
-modes take the band where the kernel would decline it (2) and the narrowest band (3: the split is
+modes take the band where the kernel would decline it (2) and a band one sample increment wide (3: the split is
 often outside it, and the kernel must fall back to every hull); mode 4 is the tied split alone."""
 
 from __future__ import annotations
@@ -208,3 +208,30 @@ def test_the_reported_optimum_is_exact_past_2_to_the_53(banded) -> None:
     assert value == 2**53 + 1
     assert (info[3], info[4]) == (value, used)
     assert choice.tolist() == expected
+
+
+@pytest.mark.parametrize("banded", [1, 4, -1])
+def test_a_usable_level_of_nothing_goes_before_delete(banded) -> None:
+    """A usable level of 0 tokens and 0 value (raw arrays allow it; scaling never makes one) is the
+    same point as delete and comes first, as on the hull (delete is the last option): a tied row
+    whose best is that point is floored at the level, a vertex of its hull (review 10: the tied split
+    floored it at delete, which the search's LP then looked for past the row's hull)."""
+    rng = np.random.default_rng(5)
+    n, k = 5000, 5
+    tokens = rng.integers(1, 1000, size=(n, k)).astype(np.int64)
+    values = tokens.copy()
+    low = rng.random(n) < 0.2
+    values[low] = np.maximum(tokens[low] // 2, 1)
+    tokens[low, 4] = values[low, 4] = 0
+    usable = np.ones((n, k), np.uint8)
+    capacity = int(tokens.max(axis=1).sum() * 0.5)
+    for mode, at_once in ((1, True), (1, False), (-1, False)):
+        full = _solve(tokens, values, usable, capacity, mode, at_once)
+        assert _same_answer(full, _solve(tokens, values, usable, capacity, mode, at_once, banded), mode)
+
+
+@pytest.mark.parametrize("banded", [-1, 0, 1, 2, 3, 4])
+def test_no_rows(banded) -> None:
+    info, choice, _, _ = _solve(np.zeros((0, 3), np.int64), np.zeros((0, 3), np.int64), np.zeros((0, 3), np.uint8),
+                                10, banded=banded)
+    assert info is not None and (info[3], info[4]) == (0, 0) and choice.size == 0

@@ -406,7 +406,7 @@ typedef struct {
                          count cut is tried on the first incumbent */
     int banded;       /* the LP split from a band of rows (see banded_split); the hull counts are not taken.
                          4: the tied split only, from a small sample (fewer rows). Tests: 2 takes the band
-                         even where many rows are in it, 3 the narrowest band */
+                         even where many rows are in it, 3 a band one sample increment wide */
 } Problem;
 
 /* option o of row i: a level 0..k-1, or k = delete */
@@ -1021,7 +1021,7 @@ static int pilot_ties(const Problem *P) {
    0 where it cannot or would spare little (the caller takes every hull), -1 no memory. */
 static int choose_band(const Problem *P, Increment *top, Increment *bottom) {
     Py_ssize_t n = P->n, k = P->k;
-    if (P->banded == 4 && !pilot_ties(P)) return 0;
+    if (n == 0 || (P->banded == 4 && !pilot_ties(P))) return 0;
     size_t rows = (size_t)n / 16;
     rows = P->banded == 4 ? TIED_SAMPLE : rows < 1024 ? 1024 : rows > 16384 ? 16384 : rows;
     Increment *x = scratch(W_SAMPLE, 3 * rows * (size_t)(k + 1) + rows + 1, sizeof(Increment));
@@ -1079,7 +1079,7 @@ static int choose_band(const Problem *P, Increment *top, Increment *bottom) {
        tokens) */
     double fill = (double)n / 8.0 < 4.0 * RANKED ? (double)n / 8.0 : 4.0 * RANKED;
     double margin = BAND_Z * sqrt((var > 0.0 ? var : 0.0) * (double)rows) + (fill * scale + 2.0) * (double)total / (double)m;
-    if (P->banded == 3) margin = 0.0;  /* tests: the narrowest band (the split often outside it) */
+    if (P->banded == 3) margin = (double)total / (double)m;  /* tests: a narrow band (the split often outside) */
     /* past every increment: the band reaches down to lambda = 0. From top, the band is lambda = 0 (a
        row's best is its most valuable option; every increment fits, or the band fails), where every
        row's increment into its floor is ranked: the band spares no hull, and the kernel declines it
@@ -1165,7 +1165,7 @@ static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t 
         T best = 0, second = 0; /* delete: 0 */                                                           \
         uint64_t mask = (uint64_t)1 << k;                                                                 \
         int options = 1, seconds = 0;                                                                     \
-        int light = (int)k, heaviest = (int)k; /* (a level as good as delete has tokens) */              \
+        int light = (int)k, heaviest = (int)k; /* delete, last of the options of equal tokens */        \
         int64_t lw = 0, hw = 0;                                                                           \
         for (Py_ssize_t o = 0; o < k; o++) {                                                              \
             if (!ok[o]) continue;                                                                         \
@@ -1177,8 +1177,8 @@ static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t 
                 light = heaviest = (int)o; lw = hw = w;                                                   \
             } else if (r == best) {                                                                       \
                 mask |= (uint64_t)1 << o;                                                                 \
-                if (w < lw) { light = (int)o; lw = w; }                                                   \
-                if (w > hw) { heaviest = (int)o; hw = w; }                                                \
+                if (w < lw || (w == lw && light == (int)k)) { light = (int)o; lw = w; }                   \
+                if (w > hw || (w == hw && heaviest == (int)k)) { heaviest = (int)o; hw = w; }             \
             } else if (!seconds || r > second) { second = r; seconds = 1; }                               \
         }                                                                                                 \
         *best_out = best;                                                                                 \
@@ -1987,7 +1987,8 @@ split_taken:
                 int t = 0;
                 int64_t hw[64], hv[64];
                 hull_len[i] = build_hull(P, i, hull + at, hw, hv, &uncounted, &usual);
-                while (hull[at + (size_t)t] != floor_opt[i]) t++;  /* the floor is a vertex */
+                while (t < hull_len[i] && hull[at + (size_t)t] != floor_opt[i]) t++;
+                if (t == hull_len[i]) { rc = 2; goto done; }  /* a bug: the floor is a vertex */
                 floor_pos[i] = t;
             }
             for (Py_ssize_t i = 0; i < n; i++) {
@@ -2923,7 +2924,7 @@ static PyMethodDef methods[] = {
      "solve(n, k, tokens, values, usable, capacity, choice, keep, core, bounded_ties[, at_once, banded]) -> info, or "
      "None past the limit (bounded_ties -1: the optimum only, no reduction nor tie rule; 2: as 1 with the tail by "
      "Pareto layers only; banded: -1 by the row count, 0 every hull, 1 band or tied split, 4 tied split only; tests: "
-     "2 band forced, 3 narrowest band; info's hull counts are -1 where a band was taken)"},
+     "2 band forced, 3 a band one sample increment wide; info's hull counts are -1 where a band was taken)"},
     {"solve_arrays", kernel_solve_arrays, METH_VARARGS,
      "solve_arrays(n, k, tokens, utility, mask|None, budget, price, limit, bounded_ties, max_utility, choice) -> "
      "(objective, tokens_used, tie_rule), or None where the Python path answers"},
