@@ -1165,7 +1165,7 @@ static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t 
         T best = 0, second = 0; /* delete: 0 */                                                           \
         uint64_t mask = (uint64_t)1 << k;                                                                 \
         int options = 1, seconds = 0;                                                                     \
-        int light = (int)k, heaviest = (int)k; /* delete, last of the options of equal tokens */        \
+        int light = (int)k, heaviest = (int)k; /* delete */                                               \
         int64_t lw = 0, hw = 0;                                                                           \
         for (Py_ssize_t o = 0; o < k; o++) {                                                              \
             if (!ok[o]) continue;                                                                         \
@@ -1177,10 +1177,18 @@ static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t 
                 light = heaviest = (int)o; lw = hw = w;                                                   \
             } else if (r == best) {                                                                       \
                 mask |= (uint64_t)1 << o;                                                                 \
-                if (w < lw || (w == lw && light == (int)k)) { light = (int)o; lw = w; }                   \
-                if (w > hw || (w == hw && heaviest == (int)k)) { heaviest = (int)o; hw = w; }             \
+                if (w < lw) { light = (int)o; lw = w; }                                                   \
+                if (w > hw) { heaviest = (int)o; hw = w; }                                                \
             } else if (!seconds || r > second) { second = r; seconds = 1; }                               \
         }                                                                                                 \
+        /* a usable level of nothing (0 tokens, 0 value) as good as delete comes before it, as on the hull */ \
+        if (light == (int)k || heaviest == (int)k)                                                        \
+            for (Py_ssize_t o = 0; o < k; o++)                                                            \
+                if (((mask >> o) & 1) && tw[o] == 0) {                                                    \
+                    light = light == (int)k ? (int)o : light;                                             \
+                    heaviest = heaviest == (int)k ? (int)o : heaviest;                                    \
+                    break;                                                                                \
+                }                                                                                         \
         *best_out = best;                                                                                 \
         *second_out = mask & (mask - 1) ? best : second;                                                  \
         *mask_out = mask; *light_out = light; *heavy_out = heaviest; *options_out = options;             \
