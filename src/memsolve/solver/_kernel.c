@@ -2450,10 +2450,10 @@ split_taken:
     info->v[10] = (int64_t)generated;
     info->v[11] = (int64_t)generated2;
     info->v[12] = (int64_t)tail_rows;
-    {
-        size_t built = 0;  /* rows given a hull (all of them without a band) */
-        for (Py_ssize_t i = 0; i < n; i++) built += hull_len[i] >= 0;
-        info->v[13] = (int64_t)built;
+    info->v[13] = n;  /* rows given a hull: all of them without a band */
+    if (banded) {
+        info->v[13] = 0;
+        for (Py_ssize_t i = 0; i < n; i++) info->v[13] += hull_len[i] >= 0;
     }
     rc = 0;
 done:
