@@ -1533,17 +1533,17 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         if (!second_opt) goto done;
         banded = banded_split(P, hull, hull_len, floor_opt, second_opt, inc, &top, &bottom, &split, &above);
         if (banded < 0) goto done;
-        if (banded == 2) {  /* one efficiency around the capacity: is it the split's? */
-            split = top;
+        if (banded == 2) split = top;  /* one efficiency around the capacity */
+        if (banded) {
             P->p = split.dv;
             P->q = split.ds;
-            lowest_terms(P);
-            if (!tied_split(P, hull_len, floor_opt, second_opt, row_best, tied, gap, has_alt, &above)) banded = 0;
+            lowest_terms(P);  /* (tied_split's numbers are in lambda's lowest terms, as the floor pass's) */
+            /* is that efficiency the split's? */
+            if (banded == 2 && !tied_split(P, hull_len, floor_opt, second_opt, row_best, tied, gap, has_alt, &above))
+                banded = 0;
         }
         if (banded) {
             on_hull = usable_levels = -1;  /* not counted */
-            P->p = split.dv;
-            P->q = split.ds;
             goto split_taken;
         }
     }
@@ -1575,8 +1575,8 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
         P->q = 1;
         above = total;  /* every increment gains value: all of them */
     }
-split_taken:
     lowest_terms(P);
+split_taken:  /* (the band's lambda is in lowest terms already) */
     /* the floor: each row at its heaviest hull vertex reached by increments strictly more
        efficient than lambda (a row's increments are strictly less efficient one after the other,
        so those are the increments above the split, whose tokens the split summed: `above`); then,
@@ -1594,9 +1594,6 @@ split_taken:
     rank_next.largest = 1;
     i128 upper = (i128)P->p * P->capacity;
     const int64_t p = P->p, q = P->q;
-    /* banded: once both rankings are full and their outside extremes are at least as extreme as the
-       band's ends, they turn away the increments around the floor of every row without a hull (less
-       efficient than bottom, more than top) and change nothing: those rows need no hull here either */
     /* Rows left without a hull (banded, tied) get none here either where the rankings of the increments
        around the floor would not take theirs: a row offers an increment after its floor (if it has one)
        and one into it (unless the floor is delete); once a ranking is full and its outside extreme is
