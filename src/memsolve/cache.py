@@ -464,22 +464,19 @@ def solve(compiled: Compiled, settings: CacheSettings, previous: PromptOrder | N
     return Solved(replace(compiled, instance=prob.instance), prob, found, verdict, found.solution.engine)
 
 
-def ordered(result: Any, previous: PromptOrder | None, settings: CacheSettings | None, solved: Solved | None,
+def ordered(result: Any, previous: PromptOrder | None, settings: CacheSettings, solved: Solved,
             allocations: Any) -> Any:
-    """The ordering step after the allocation: the Result with its prompt order (over the rows,
-    built when read), and with the cache trace (and both in its JSON) when the policy has a
-    ``cache`` block."""
+    """The ordering step after the allocation of a policy with a ``cache`` block: the Result with
+    its prompt order (over the rows, built when read) and the cache trace (both in its JSON).
+    Without the block, the pipeline sets the order alone (``pipeline._arranged``)."""
     from dataclasses import replace
 
     compiled, choice = allocations.compiled, allocations.choice
-    laid = None if solved is None else (solved.problem.rows, solved.problem.levels)
-    if settings is None:  # ordering only: the order in the API and the MCP answer, the JSON as it was
-        return replace(result, order=Ordering(lambda: arrange(compiled, choice, previous, laid)))
+    laid = (solved.problem.rows, solved.problem.levels)
     done = Ordering(lambda: arrange(compiled, choice, previous, laid))
     traced = DeferredTrace(lambda: trace(
         compiled, choice, done.arranged, previous, settings,
-        lambda row: allocations.drop_reasons(np.array([row], dtype=np.int64))[0],
-        None if solved is None else solved.found, None if solved is None else solved.problem))
+        lambda row: allocations.drop_reasons(np.array([row], dtype=np.int64))[0], solved.found, solved.problem))
     return replace(result, order=done, cache=traced)
 
 
