@@ -1017,13 +1017,10 @@ static int pilot_ties(const Problem *P) {
     return 0;
 }
 
-/* Chooses the band [bottom, top] from a sample of rows: 1 a band, 2 one efficiency (the tied split),
-   0 where it cannot or would spare little (the caller takes every hull), -1 no memory. */
-static int choose_band(const Problem *P, Increment *top, Increment *bottom) {
+/* The band [bottom, top] from a sample of `rows` rows: 1 a band, 2 one efficiency (the tied split), 0
+   where it cannot or would spare little (tied_only: anything but one efficiency), -1 no memory. */
+static int sample_band(const Problem *P, size_t rows, int tied_only, Increment *top, Increment *bottom) {
     Py_ssize_t n = P->n, k = P->k;
-    if (n == 0 || (P->banded == 4 && !pilot_ties(P))) return 0;
-    size_t rows = (size_t)n / 16;
-    rows = P->banded == 4 ? TIED_SAMPLE : rows < 1024 ? 1024 : rows > 16384 ? 16384 : rows;
     Increment *x = scratch(W_SAMPLE, 3 * rows * (size_t)(k + 1) + rows + 1, sizeof(Increment));
     if (!x) return -1;
     Increment *copy = x + rows * (size_t)(k + 1), *work = copy + rows * (size_t)(k + 1);
@@ -1085,14 +1082,14 @@ static int choose_band(const Problem *P, Increment *top, Increment *bottom) {
        row's increment into its floor is ranked: the band spares no hull, and the kernel declines it
        (tests: taken) */
     if (!sample_split(x, m, cap - margin, total, copy, work, top)) {
-        if (P->banded == 1 || P->banded == 4) return 0;
+        if (P->banded == 1 || tied_only) return 0;
         *top = (Increment){1, 0, 0.0};
     }
     if (!sample_split(x, m, cap + margin, total, copy, work, bottom)) *bottom = (Increment){1, 0, 0.0};
     /* one efficiency either side of the capacity: a block of increments exactly as efficient holds it
        (every level of Pisinger's correlated classes ties at lambda): the tied split (see tied_split) */
     if (compare_efficiency(top, bottom) == 0 && top->dv > 0) return 2;
-    if (P->banded == 4) return 0;
+    if (tied_only) return 0;
     /* where half the rows have an increment in the band, the band spares few hulls and costs a pass:
        every hull, as without it */
     size_t inside = 0;
@@ -1100,6 +1097,23 @@ static int choose_band(const Problem *P, Increment *top, Increment *bottom) {
         for (size_t j = start[a]; j < start[a + 1]; j++)
             if (group_of(&x[j], top, bottom) == 1) { inside++; break; }
     return inside * 2 <= rows || P->banded > 1;  /* tests: the band wherever it can be taken */
+}
+
+/* Chooses the band [bottom, top]: 1 a band, 2 one efficiency (the tied split), 0 where it cannot or
+   would spare little (the caller takes every hull), -1 no memory. Where a pilot finds a block of ties,
+   a small sample looks for one efficiency around the capacity first (the band's sample of up to 16,384
+   rows would find the same). */
+static int choose_band(const Problem *P, Increment *top, Increment *bottom) {
+    Py_ssize_t n = P->n;
+    if (n == 0) return 0;
+    if ((P->banded == 1 || P->banded == 4) && pilot_ties(P)) {
+        int chosen = sample_band(P, TIED_SAMPLE, 1, top, bottom);
+        if (chosen || P->banded == 4) return chosen;
+    } else if (P->banded == 4) {
+        return 0;
+    }
+    size_t rows = (size_t)n / 16;
+    return sample_band(P, rows < 1024 ? 1024 : rows > 16384 ? 16384 : rows, 0, top, bottom);
 }
 
 /* Phase 1's hulls and split with the band: 1 with the split in *split and the tokens of the increments
