@@ -1,0 +1,150 @@
+"""The kernel's scaling four levels at a time (AVX2): the same values, usable mask, row bests and
+refusals as the scalar loop and as numpy's instance.scale, at every lane a level can sit in."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memsolve.errors import InputError
+from memsolve.records import MAX_UTILITY
+from memsolve.solver import make_instance, native, scale, solve_arrays
+
+from .helpers import generated
+
+KERNEL = native.module()
+pytestmark = [
+    pytest.mark.skipif(KERNEL is None, reason="the compiled kernel is not built"),
+    pytest.mark.skipif(KERNEL is not None and not KERNEL.vector_scaling(True), reason="this CPU has no AVX2"),
+]
+
+
+@pytest.fixture
+def vectors():
+    """Switches the vector pass on or off for one call; leaves it on."""
+    def switch(on: bool) -> None:
+        assert KERNEL.vector_scaling(on) is on
+    yield switch
+    KERNEL.vector_scaling(True)
+
+
+def _one_call(tokens, utility, budget, price, mask):
+    n, k = tokens.shape
+    choice = np.empty(n, np.int64)
+    found = KERNEL.solve_arrays(n, k, tokens, utility, None if mask is None else mask.view(np.uint8), budget, price,
+                                -1, True, MAX_UTILITY, choice)
+    return found, (choice.tolist() if found is not None else None)
+
+
+def _job(tokens, utility, budget, price, mask):
+    """solve_job's scaled arrays and answer (it takes checked inputs, as the engine gives it)."""
+    n, k = tokens.shape
+    values, usable = np.empty((n, k), np.int64), np.empty((n, k), np.uint8)
+    choice, keep, core = np.empty(n, np.int64), np.empty((n, k + 1), np.uint8), np.empty(n, np.int64)
+    out = KERNEL.solve_job(n, k, tokens, utility, mask.view(np.uint8), budget, price, 1, values, usable, choice, keep,
+                           core)
+    return out, values, usable, choice
+
+
+def _random_arrays(rng, n, k, wild):
+    tokens = rng.integers(0, 2000, (n, k)).astype(np.int64)
+    # magnitudes up to 1e15: values of 2**51 and more (redone one by one), and sums past 2**52 (a
+    # smaller factor, redone by the second pass)
+    utility = rng.random((n, k)) * 10.0 ** rng.uniform(-3, 15, (n, 1))
+    if wild:  # what the checks refuse where offered, and what must be read as +0 or left alone
+        draw = rng.random((n, k))
+        utility[draw < 0.02] = np.nan
+        utility[(draw >= 0.02) & (draw < 0.04)] *= -1
+        tokens[(draw >= 0.04) & (draw < 0.06)] *= -1
+        tokens[(draw >= 0.06) & (draw < 0.08)] = 2**61
+        utility[(draw >= 0.08) & (draw < 0.10)] = -0.0
+        utility[(draw >= 0.10) & (draw < 0.12)] = 2e15
+    return tokens, utility
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_vector_pass_equals_the_scalar_loop(seed, vectors) -> None:
+    rng = np.random.default_rng(seed)
+    answered = declined = 0
+    for _ in range(300):
+        n, k = int(rng.integers(0, 30)), int(rng.integers(1, 10))
+        tokens, utility = _random_arrays(rng, n, k, wild=rng.random() < 0.3)
+        mask = rng.random((n, k)) < 0.8 if rng.random() < 0.5 else None
+        budget = int(rng.integers(0, 5000)) if rng.random() < 0.5 else int(rng.integers(0, 2**39))
+        price = 0.0 if rng.random() < 0.4 else float(rng.random() * 10.0 ** rng.uniform(-4, 4))
+        vectors(True)
+        fast = _one_call(tokens, utility, budget, price, mask)
+        vectors(False)
+        slow = _one_call(tokens, utility, budget, price, mask)
+        assert fast == slow
+        answered += fast[0] is not None
+        declined += fast[0] is None
+        offered = np.ones((n, k), bool) if mask is None else mask
+        checked = offered & (tokens >= 0) & (utility >= 0) & (utility <= MAX_UTILITY)  # NaN is not
+        clean = np.where(checked, utility, 0.0)
+        vectors(True)
+        fast_job = _job(tokens, clean, budget, price, checked)
+        vectors(False)
+        slow_job = _job(tokens, clean, budget, price, checked)
+        assert fast_job[0] == slow_job[0]
+        for a, b in zip(fast_job[1:], slow_job[1:], strict=True):
+            assert np.array_equal(a, b)
+    assert answered > 150 and declined > 50  # both kinds of answer were compared
+
+
+@pytest.mark.parametrize("kind", ["memory", "uncorrelated", "strong", "subset", "ties"])
+@pytest.mark.parametrize("price", [0.0, 0.003])
+def test_the_vector_pass_scales_as_numpy(kind, price, vectors) -> None:
+    inst = generated(kind, 700, 4)
+    inst = make_instance(inst.tokens, inst.utility * 10.0 ** np.linspace(-2, 9, inst.n)[:, None], inst.budget,
+                         price=price, mask=inst.mask)
+    vectors(True)
+    out, values, usable, _ = _job(np.ascontiguousarray(inst.tokens), np.ascontiguousarray(inst.utility),
+                                  int(inst.budget), price, np.ascontiguousarray(inst.mask))
+    expected = scale(inst)
+    assert out[0] == expected.scale and expected.scale < 1e6  # the second pass ran after the vector one
+    assert np.array_equal(values, expected.values)
+    assert np.array_equal(usable.view(bool), expected.usable)
+
+
+@pytest.mark.parametrize("lane", range(6))
+@pytest.mark.parametrize("wrong", [np.nan, -1.0, 2 * MAX_UTILITY, "tokens"])
+def test_a_refused_level_is_refused_in_every_lane(lane, wrong, vectors) -> None:
+    """k = 6: lanes 0-3 in the vector, 4-5 after it. Offered, the level is refused (the Python path
+    words the error); withheld, it is not read."""
+    rng = np.random.default_rng(lane)
+    tokens = rng.integers(1, 50, (9, 6)).astype(np.int64)
+    utility = rng.random((9, 6))
+    if wrong == "tokens":
+        tokens[4, lane] = -3
+    else:
+        utility[4, lane] = wrong
+    mask = np.ones((9, 6), bool)
+    for on in (True, False):
+        vectors(on)
+        assert _one_call(tokens, utility, 100, 0.0, None)[0] is None
+        mask[4, lane] = False
+        assert _one_call(tokens, utility, 100, 0.0, mask)[0] is not None
+        mask[4, lane] = True
+    with pytest.raises(InputError, match="utilities must be finite|tokens"):
+        solve_arrays(tokens, utility, 100)
+
+
+@pytest.mark.parametrize("big", [2.2e9, 2.252e9, 3.0e9, 4.4e9])
+def test_values_past_two_to_the_51_round_as_the_scalar_loop(big, vectors) -> None:
+    """A value of 2**51 or more (utility past 2.25e9 at the usual factor of 10**6) with the factor
+    kept: the lanes redone one by one."""
+    rng = np.random.default_rng(7)
+    tokens = rng.integers(1, 50, (40, 5)).astype(np.int64)
+    utility = rng.random((40, 5)) * 1e-3
+    utility[3] = big * np.array([1.0, 0.75, 0.5 + 1e-7, 0.25, 1.0 - 3e-16])
+    inst = make_instance(tokens, utility, 60)
+    answers = []
+    for on in (True, False):
+        vectors(on)
+        out, values, usable, choice = _job(tokens, utility, 60, 0.0, np.ones((40, 5), bool))
+        assert out[0] == 1e6  # the usual factor: the first pass's values stand
+        expected = scale(inst)
+        assert np.array_equal(values, expected.values) and np.array_equal(usable.view(bool), expected.usable)
+        answers.append((out, choice.tolist(), _one_call(tokens, utility, 60, 0.0, None)))
+    assert answers[0] == answers[1]
