@@ -134,8 +134,8 @@ def _solve_in_one_call(
         mask = np.ascontiguousarray(mask).view(np.uint8)
     n, k = tokens.shape
     if k > MAX_LEVELS or not 0 <= budget <= MAX_SUM or n > _ONE_CALL_ROWS or (
-            tokens.size and n * min(int(tokens.max()), budget) > MAX_SUM):  # past 64 bits: make_instance says so
-        return None
+            n * budget > MAX_SUM and tokens.size and n * min(int(tokens.max()), budget) > MAX_SUM):
+        return None  # past 64 bits: make_instance says so (the largest level is read only where it could matter)
     count = 1 if max_records is None else max_records + 1
     # as the engine's Job: when the dense DP's table is small it orders massive ties, so the
     # kernel does not run its bounded tie-rule DP to the end
