@@ -180,10 +180,14 @@ def argsort_without_avx512(n: int, repeat: int) -> float | None:
     """The argsort of n*5 random floats, milliseconds of CPU time (best of ``repeat``), in a child
     process with numpy's AVX-512 dispatch off; None where numpy has none on this machine (the
     argsort column is that path already)."""
-    from numpy._core import _multiarray_umath as umath
+    try:
+        from numpy._core import _multiarray_umath as umath
+    except ImportError:  # numpy 1.x
+        from numpy.core import _multiarray_umath as umath
 
-    enabled = {name for name, on in umath.__cpu_features__.items() if on}
-    avx512 = [name for name in umath.__cpu_dispatch__ if name in enabled and ("AVX512" in name or name == "X86_V4")]
+    enabled = {name for name, on in getattr(umath, "__cpu_features__", {}).items() if on}
+    avx512 = [name for name in getattr(umath, "__cpu_dispatch__", ())
+              if name in enabled and ("AVX512" in name or name == "X86_V4")]
     if not avx512:
         return None
     env = {**os.environ, "NPY_DISABLE_CPU_FEATURES": " ".join(avx512)}
