@@ -3,6 +3,8 @@ refusals as the scalar loop and as numpy's instance.scale, at every lane a level
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -13,15 +15,34 @@ from memsolve.solver import make_instance, native, scale, solve_arrays
 from .helpers import generated
 
 KERNEL = native.module()
-pytestmark = [
-    pytest.mark.skipif(KERNEL is None, reason="the compiled kernel is not built"),
-    pytest.mark.skipif(KERNEL is not None and not KERNEL.vector_scaling(True), reason="this CPU has no AVX2"),
-]
+pytestmark = pytest.mark.skipif(KERNEL is None, reason="the compiled kernel is not built")
+
+
+def _cpu_has_avx2() -> bool | None:
+    """What the operating system says of this CPU (None where it does not say)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    flags = [line for line in text.splitlines() if line.startswith("flags")]
+    return any("avx2" in line.split() for line in flags) if flags else None
+
+
+def test_the_vector_pass_is_taken_where_the_cpu_has_avx2() -> None:
+    said = _cpu_has_avx2()
+    if said is None:
+        pytest.skip("the operating system does not list the CPU's flags")
+    assert KERNEL.vector_scaling(True) is said
+    assert KERNEL.vector_scaling(False) is False
+    assert KERNEL.vector_scaling(True) is said
 
 
 @pytest.fixture
 def vectors():
     """Switches the vector pass on or off for one call; leaves it on."""
+    if not KERNEL.vector_scaling(True):
+        pytest.skip("this CPU has no AVX2 (the scalar loop is every other test's)")
+
     def switch(on: bool) -> None:
         assert KERNEL.vector_scaling(on) is on
     yield switch
@@ -94,13 +115,22 @@ def test_the_vector_pass_equals_the_scalar_loop(seed, vectors) -> None:
 
 @pytest.mark.parametrize("kind", ["memory", "uncorrelated", "strong", "subset", "ties"])
 @pytest.mark.parametrize("price", [0.0, 0.003])
-def test_the_vector_pass_scales_as_numpy(kind, price, vectors) -> None:
-    inst = generated(kind, 700, 4)
-    inst = make_instance(inst.tokens, inst.utility * 10.0 ** np.linspace(-2, 9, inst.n)[:, None], inst.budget,
-                         price=price, mask=inst.mask)
+def test_the_vector_pass_scales_as_numpy(kind, price, vectors, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every class widened to 7 or 8 levels (the vector pass and its scalar tail), a random mask,
+    utilities over 11 orders of magnitude (a factor below 10**6: the second pass after it), against
+    numpy's own scaling (instance.scale without the kernel)."""
+    base = generated(kind, 700, 4)
+    rng = np.random.default_rng(len(kind))
+    tokens = np.hstack([base.tokens, base.tokens // 2 + 1, base.tokens[:, :1] + 3])
+    utility = np.hstack([base.utility, base.utility * 0.6, base.utility[:, :1] * 1.1])
+    utility *= 10.0 ** np.linspace(-2, 9, base.n)[:, None]
+    mask = rng.random(tokens.shape) < 0.85
+    inst = make_instance(tokens, utility, base.budget, price=price, mask=mask)
+    assert inst.k >= 7
     vectors(True)
     out, values, usable, _ = _job(np.ascontiguousarray(inst.tokens), np.ascontiguousarray(inst.utility),
                                   int(inst.budget), price, np.ascontiguousarray(inst.mask))
+    monkeypatch.setenv("MEMSOLVE_KERNEL", "numpy")
     expected = scale(inst)
     assert out[0] == expected.scale and expected.scale < 1e6  # the second pass ran after the vector one
     assert np.array_equal(values, expected.values)
@@ -130,21 +160,49 @@ def test_a_refused_level_is_refused_in_every_lane(lane, wrong, vectors) -> None:
         solve_arrays(tokens, utility, 100)
 
 
-@pytest.mark.parametrize("big", [2.2e9, 2.252e9, 3.0e9, 4.4e9])
-def test_values_past_two_to_the_51_round_as_the_scalar_loop(big, vectors) -> None:
-    """A value of 2**51 or more (utility past 2.25e9 at the usual factor of 10**6) with the factor
-    kept: the lanes redone one by one."""
+@pytest.mark.parametrize("big", [2.2e9, 2.26e9, 3.0e9, 4.4e9])
+@pytest.mark.parametrize("price", [0.0, 0.5])
+def test_values_past_two_to_the_51_round_as_numpy(big, price, vectors, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Values of 2**51 or more (utilities past 2.2518e9 at the usual factor of 10**6, the factor
+    kept: the row bests sum below 2**52 / 10**6): the lanes redone one by one, in each of the
+    vector's four lanes and in the tail; 2.2e9 stays below (no lane redone)."""
     rng = np.random.default_rng(7)
     tokens = rng.integers(1, 50, (40, 5)).astype(np.int64)
     utility = rng.random((40, 5)) * 1e-3
-    utility[3] = big * np.array([1.0, 0.75, 0.5 + 1e-7, 0.25, 1.0 - 3e-16])
-    inst = make_instance(tokens, utility, 60)
+    utility[3] = big * (1.0 - np.array([0, 3, 1, 4, 2]) * 1e-4) + rng.random(5)  # fractions: rounding
+    inst = make_instance(tokens, utility, 60, price=price)
+    monkeypatch.setenv("MEMSOLVE_KERNEL", "numpy")
+    expected = scale(inst)
+    monkeypatch.delenv("MEMSOLVE_KERNEL")
+    assert expected.scale == 1e6  # the usual factor: the first pass's values stand
+    assert (np.abs(expected.values[3]) >= 2**51).all() == (big > 2.2518e9)
     answers = []
     for on in (True, False):
         vectors(on)
-        out, values, usable, choice = _job(tokens, utility, 60, 0.0, np.ones((40, 5), bool))
-        assert out[0] == 1e6  # the usual factor: the first pass's values stand
-        expected = scale(inst)
+        out, values, usable, choice = _job(tokens, utility, 60, price, np.ones((40, 5), bool))
         assert np.array_equal(values, expected.values) and np.array_equal(usable.view(bool), expected.usable)
-        answers.append((out, choice.tolist(), _one_call(tokens, utility, 60, 0.0, None)))
+        answers.append((out, choice.tolist(), _one_call(tokens, utility, 60, price, None)))
+    assert answers[0] == answers[1]
+
+
+@pytest.mark.parametrize("lane", range(5))
+@pytest.mark.parametrize("negative", [-1, -(2**52), -(2**62)])
+def test_negative_tokens_unchecked_as_the_scalar_loop(lane, negative, vectors) -> None:
+    """solve_job takes inputs make_instance checked; an Instance built around it may still offer
+    negative tokens: both passes read them the same (the vector's conversion holds from 0 only)."""
+    tokens = np.array([[5, 3, 4, 2, 6]] * 3, np.int64)
+    utility = np.array([[1.0, 2.0, 3.0, 4.0, 5.0]] * 3)
+    tokens[1, lane] = negative
+    answers = []
+    for on in (True, False):
+        vectors(on)
+        n, k = tokens.shape
+        values, usable = np.full((n, k), 7, np.int64), np.full((n, k), 7, np.uint8)
+        choice, keep, core = np.empty(n, np.int64), np.empty((n, k + 1), np.uint8), np.empty(n, np.int64)
+        try:  # negative tokens may break the search's invariants: then the same error either way
+            out = KERNEL.solve_job(n, k, tokens, utility, np.ones((n, k), np.uint8), 9, 1.0, 1, values, usable,
+                                   choice, keep, core)
+        except RuntimeError as exc:
+            out = str(exc)
+        answers.append((out, values.tolist(), usable.tolist(), choice.tolist() if not isinstance(out, str) else None))
     assert answers[0] == answers[1]

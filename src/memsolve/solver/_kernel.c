@@ -2773,12 +2773,12 @@ static int vector_scaling = -1;  /* -1: not yet asked (AVX2 on this CPU); tests 
 
 /* scale_values' first pass (the usual factor) four levels at a time with AVX2, the same numbers to the
    bit: the same IEEE operations per level; tokens convert exactly through 2**52 (an offered level's
-   tokens are at most the budget, below 2**40, and not negative where the input passes its checks:
-   elsewhere the numbers are not read) and values round through 1.5 * 2**52 as cvtsd2si rounds in the
-   current mode, exact where |value| < 2**51; the levels past that are redone one by one as the scalar
-   loop does them. A row's best is the largest net value, the same whatever the order it is taken in
-   (no NaN reaches it where inputs are checked; a withheld level counts as +0). Returns 1 where a
-   check fails. */
+   tokens are at most the budget, below 2**40) and values round to nearest, ties to even, through
+   1.5 * 2**52, as cvtsd2si does in the default rounding mode (nothing here changes it), exact where
+   |value| < 2**51. The levels past that, and offered levels with negative tokens, are redone one by
+   one as the scalar loop does them. A row's best is the largest net value, the same whatever the
+   order it is taken in (no NaN reaches it where inputs are checked; a withheld level counts as +0).
+   Returns 1 where a check fails. */
 __attribute__((target("avx2"))) static int scale_usual_avx2(Py_ssize_t n, Py_ssize_t k, const int64_t *t,
                                                              const double *u, const uint8_t *mask, int64_t budget,
                                                              double price, double max_utility, double usual,
@@ -2810,8 +2810,12 @@ __attribute__((target("avx2"))) static int scale_usual_avx2(Py_ssize_t n, Py_ssi
             __m256d wrong = _mm256_or_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(zero, T)), _mm256_andnot_pd(fine, _mm256_castsi256_pd(all)));
             refused = _mm256_or_pd(refused, _mm256_and_pd(_mm256_castsi256_pd(offered), wrong));
             offered = _mm256_andnot_si256(_mm256_cmpgt_epi64(T, v_budget), offered);
+            /* offered negative tokens (refused where checked; solve_job's inputs are checked before) are
+               redone one by one: the conversion below holds for 0 <= tokens < 2**52 */
+            __m256i negative = _mm256_and_si256(offered, _mm256_cmpgt_epi64(zero, T));
             __m256d Td = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(T, v_two52_bits)), v_two52);
-            __m256d net = _mm256_and_pd(_mm256_sub_pd(U, _mm256_mul_pd(v_price, Td)), _mm256_castsi256_pd(offered));
+            __m256d net = _mm256_and_pd(_mm256_sub_pd(U, _mm256_mul_pd(v_price, Td)),
+                                        _mm256_castsi256_pd(_mm256_andnot_si256(negative, offered)));
             top4 = _mm256_max_pd(net, top4);
             __m256d at = _mm256_mul_pd(net, v_usual);
             __m256i V = _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(at, v_round)), v_round_bits);
@@ -2819,7 +2823,7 @@ __attribute__((target("avx2"))) static int scale_usual_avx2(Py_ssize_t n, Py_ssi
             _mm256_storeu_si256((__m256i *)(values + j), V);
             int flags = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_and_si256(offered, _mm256_cmpgt_epi64(V, zero))));
             memcpy(usable + j, &FLAG_BYTES[flags], 4);
-            int redo = ~inside & 15;
+            int redo = (~inside | _mm256_movemask_pd(_mm256_castsi256_pd(negative))) & 15;
             if (redo) {
                 int lanes = _mm256_movemask_pd(_mm256_castsi256_pd(offered));
                 for (int l = 0; l < 4; l++) {
