@@ -2804,10 +2804,12 @@ __attribute__((target("avx2"))) static int scale_usual_avx2(Py_ssize_t n, Py_ssi
             if (mask) {
                 int32_t bytes;
                 memcpy(&bytes, mask + j, 4);
-                offered = _mm256_xor_si256(_mm256_cmpeq_epi64(_mm256_cvtepu8_epi64(_mm_cvtsi32_si128(bytes)), zero), all);
+                __m256i flags = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(bytes));
+                offered = _mm256_xor_si256(_mm256_cmpeq_epi64(flags, zero), all);
             }
             __m256d fine = _mm256_and_pd(_mm256_cmp_pd(U, v_zero, _CMP_GE_OQ), _mm256_cmp_pd(U, v_max, _CMP_LE_OQ));
-            __m256d wrong = _mm256_or_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(zero, T)), _mm256_andnot_pd(fine, _mm256_castsi256_pd(all)));
+            __m256d wrong = _mm256_or_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(zero, T)),
+                                         _mm256_andnot_pd(fine, _mm256_castsi256_pd(all)));
             refused = _mm256_or_pd(refused, _mm256_and_pd(_mm256_castsi256_pd(offered), wrong));
             offered = _mm256_andnot_si256(_mm256_cmpgt_epi64(T, v_budget), offered);
             /* offered negative tokens (refused where checked; solve_job's inputs are checked before) are
