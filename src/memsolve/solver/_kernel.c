@@ -911,7 +911,7 @@ static size_t shift_reach(const uint64_t *before, uint64_t *now, int64_t words, 
    spares each row outside it a hull's work for a test of its k levels (memory-shaped rows, 3.6
    increments of 4 levels, run 20 % fewer instructions at 10,000 rows; uncorrelated ones, 1.7 of 5,
    would run more). It also mispredicts more branches: memory-shaped rows gain from about 10,500 rows
-   (0.88-0.94 of the time at 13,000 to 15,000, 1.02-1.05 at 9,000 to 10,000) */
+   (0.88-0.95 of the time at 13,000 to 15,000, 1.01-1.05 at 9,000 to 10,000) */
 #define DENSE_BAND_ROWS 12288
 #define DENSE_BAND 0.6
 #define TIED_ROWS 2048      /* ... and the tied split alone from this many, */
