@@ -57,13 +57,19 @@ def _one_call(tokens, utility, budget, price, mask):
     return found, (choice.tolist() if found is not None else None)
 
 
-def _job(tokens, utility, budget, price, mask):
-    """solve_job's scaled arrays and answer (it takes checked inputs, as the engine gives it)."""
+def _job(tokens, utility, budget, price, mask, errors=False):
+    """solve_job's scaled arrays and answer (it takes checked inputs, as the engine gives it); with
+    ``errors``, the message of the kernel's RuntimeError in place of the answer (and no choice)."""
     n, k = tokens.shape
-    values, usable = np.empty((n, k), np.int64), np.empty((n, k), np.uint8)
+    values, usable = np.full((n, k), 7, np.int64), np.full((n, k), 7, np.uint8)
     choice, keep, core = np.empty(n, np.int64), np.empty((n, k + 1), np.uint8), np.empty(n, np.int64)
-    out = KERNEL.solve_job(n, k, tokens, utility, mask.view(np.uint8), budget, price, 1, values, usable, choice, keep,
-                           core)
+    try:
+        out = KERNEL.solve_job(n, k, tokens, utility, mask.view(np.uint8), budget, price, 1, values, usable, choice,
+                               keep, core)
+    except RuntimeError as exc:
+        if not errors:
+            raise
+        return str(exc), values, usable, None
     return out, values, usable, choice
 
 
@@ -196,13 +202,7 @@ def test_negative_tokens_unchecked_as_the_scalar_loop(lane, negative, vectors) -
     answers = []
     for on in (True, False):
         vectors(on)
-        n, k = tokens.shape
-        values, usable = np.full((n, k), 7, np.int64), np.full((n, k), 7, np.uint8)
-        choice, keep, core = np.empty(n, np.int64), np.empty((n, k + 1), np.uint8), np.empty(n, np.int64)
-        try:  # negative tokens may break the search's invariants: then the same error either way
-            out = KERNEL.solve_job(n, k, tokens, utility, np.ones((n, k), np.uint8), 9, 1.0, 1, values, usable,
-                                   choice, keep, core)
-        except RuntimeError as exc:
-            out = str(exc)
-        answers.append((out, values.tolist(), usable.tolist(), choice.tolist() if not isinstance(out, str) else None))
+        # negative tokens may break the search's invariants: then the same error either way
+        out, values, usable, choice = _job(tokens, utility, 9, 1.0, np.ones(tokens.shape, bool), errors=True)
+        answers.append((out, values.tolist(), usable.tolist(), None if choice is None else choice.tolist()))
     assert answers[0] == answers[1]
