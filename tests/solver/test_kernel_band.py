@@ -1,13 +1,13 @@
 """The kernel's banded LP split (``solve_arrays`` from 16,384 rows, and from 12,288 where the rows' hulls
-are dense): a sample of rows sets a band of
-multipliers around the split; rows whose best option is the same and unique at both ends of the band
-get no hull, and the split is taken among the other rows' increments in the band. Where the band is
-one efficiency (a block of tied increments around the capacity: the correlated classes), the tied
-split confirms it from each row's lightest and heaviest best options, without hulls. Wherever either
-is taken it must give what every row's hull gives: the same multiplier, bound, optimum, allocation,
-kept levels and core, search and tie-rule counts (only the hull counts are not taken: -1). The test
-modes take the band where the kernel would decline it (2) and a band one sample increment wide (3: the split is
-often outside it, and the kernel must fall back to every hull); mode 4 is the tied split alone."""
+are dense): a sample of rows sets a band of multipliers around the split; rows whose best option is the
+same and unique at both ends of the band get no hull, and the split is taken among the other rows'
+increments in the band. Where the band is one efficiency (a block of tied increments around the
+capacity: the correlated classes), the tied split confirms it from each row's lightest and heaviest best
+options, without hulls. Wherever either is taken it must give what every row's hull gives: the same
+multiplier, bound, optimum, allocation, kept levels and core, search and tie-rule counts (only the hull
+counts are not taken: -1). The test modes take the band where the kernel would decline it (2) and a band
+one sample increment wide (3: the split is often outside it, and the kernel must fall back to every
+hull); mode 4 is the tied split alone."""
 
 from __future__ import annotations
 
