@@ -206,3 +206,31 @@ def test_negative_tokens_unchecked_as_the_scalar_loop(lane, negative, vectors) -
         out, values, usable, choice = _job(tokens, utility, 9, 1.0, np.ones(tokens.shape, bool), errors=True)
         answers.append((out, values.tolist(), usable.tolist(), None if choice is None else choice.tolist()))
     assert answers[0] == answers[1]
+
+
+@pytest.mark.parametrize("k", [3, 4, 5])
+@pytest.mark.parametrize("on", [True, False])
+def test_the_width_of_the_scaled_numbers_reaches_the_kernel(k, on, vectors) -> None:
+    """The scaling hands the kernel the OR of every usable level's tokens and values: where it is narrow
+    every row's products fit 64 bits at once, else rows are asked one by one. Rows on one line of slope
+    a / b (b near 2**24, tokens below 2**27), values past 2**39: q v leaves 64 bits, so the tied split
+    (2,100 rows) must take them in 128 bits; a width that missed their values (the vector lanes, k = 4;
+    the scalar loop, k = 3) would wrap its products and leave the tied split for every hull."""
+    vectors(on)
+    rng = np.random.default_rng(k)
+    n, a, b = 2100, 1031, 2**24 - 3
+    steps = rng.integers(1, 9, size=(n, k)).astype(np.int64)
+    tokens = steps * b
+    values = steps * a + 2**39 + rng.integers(0, 2**39, size=(n, 1))
+    utility = values / 1e6  # scales back to exactly these values
+    lightest, heaviest = int(tokens.min(axis=1).sum()), int(tokens.max(axis=1).sum())
+    budget = lightest + (heaviest - lightest) // 2  # inside the block of ties
+    out, scaled, usable, choice = _job(tokens, utility, budget, 0.0, np.ones((n, k), bool))
+    assert np.array_equal(scaled, values) and usable.all()
+    info = out[1]
+    assert (info[0], info[1]) == (a, b) and (info[5], info[6]) == (-1, -1)  # the tied split was taken
+    every_hull = np.empty(n, np.int64), np.empty((n, k + 1), np.uint8), np.empty(n, np.int64)
+    expected = KERNEL.solve(n, k, tokens, values, usable, budget, *every_hull, 1, False, 0)
+    assert expected[5] > 0 and expected[:5] == info[:5] and expected[7:13] == info[7:13]
+    assert choice.tolist() == every_hull[0].tolist()
+    assert _one_call(tokens, utility, budget, 0.0, None)[1] == choice.tolist()

@@ -407,6 +407,8 @@ typedef struct {
     int banded;       /* the LP split from a band of rows (see banded_split); the hull counts are not taken.
                          4: the tied split only, from a small sample (fewer rows). Tests: 2 takes the band
                          even where many rows are in it, 3 a band one sample increment wide */
+    uint64_t width;   /* the OR of every usable level's tokens and values where the scaling took it (at least
+                         each row's row_width), else UINT64_MAX: rows are then asked one by one */
 } Problem;
 
 /* option o of row i: a level 0..k-1, or k = delete */
@@ -933,6 +935,12 @@ static inline uint64_t row_width(const Problem *P, Py_ssize_t i) {
     return wide;
 }
 
+/* Whether row i's products with numbers of `bits` bits (at most 61) stay below 2**62: at once where the
+   width of every row allows it, else row by row. */
+static inline int narrow_row(const Problem *P, Py_ssize_t i, int bits) {
+    return !(P->width >> (62 - bits)) || !(row_width(P, i) >> (62 - bits));
+}
+
 /* Whether row i is outside the band [bottom, top]: one option m is best at top and at bottom, and
    strictly (it is then strictly best between them). Into *best m, into *second the option best after m
    at both ends (-1: m is the only option; -2: another at each end, or ties). Reduced values at a / b
@@ -943,7 +951,7 @@ static inline int outside_band(const Problem *P, Py_ssize_t i, const Increment *
     Py_ssize_t k = P->k;
     const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
     const uint8_t *ok = P->usable + i * k;
-    if (row_width(P, i) >> (62 - bits)) return 0;
+    if (!narrow_row(P, i, bits)) return 0;
     /* (unsigned: a level that is not usable may hold any number; its products wrap and are not read) */
     const uint64_t at = (uint64_t)top->dv, bt = (uint64_t)top->ds, ab = (uint64_t)bottom->dv, bb = (uint64_t)bottom->ds;
     int64_t rt[64], rb[64];
@@ -1245,7 +1253,7 @@ static int tied_split(const Problem *P, int *hull_len, int32_t *floor_opt, int8_
         i128 best, second;
         uint64_t mask;
         int light, heaviest, options;
-        if (bits <= 61 && !(row_width(P, i) >> (62 - bits)))
+        if (bits <= 61 && narrow_row(P, i, bits))
             tied_row64(P, i, &best, &second, &mask, &light, &heaviest, &options);
         else tied_row128(P, i, &best, &second, &mask, &light, &heaviest, &options);
         hull_len[i] = -1;
@@ -1359,6 +1367,7 @@ static double cut_bound(CutEval *E, int64_t mu) {
     Problem Q = *P;
     Q.values = E->shifted;
     Q.usable = E->ok;
+    Q.width = UINT64_MAX;  /* other numbers */
     size_t cells = (size_t)n * (size_t)k;
     for (size_t j = 0; j < cells; j++) {
         E->shifted[j] = P->values[j] - mu;
@@ -2548,7 +2557,7 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     Py_buffer b[6];
     if (take_buffers(arg, b, 6) < 0) return NULL;
     PyObject *out = NULL;
-    Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, (int64_t)capacity, 0, 1, at_once, banded};
+    Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, (int64_t)capacity, 0, 1, at_once, banded, UINT64_MAX};
     Info info = {{0}, 0.0};
     int rc;
     rc = solve(&P, b[3].buf, b[4].buf, b[5].buf, bounded_ties, &info);  /* holds the GIL: one shared workspace */
@@ -2752,11 +2761,13 @@ static PyObject *kernel_sum(PyObject *self, PyObject *args) {
 }
 
 /* scale_values' first pass (the usual factor): each row's best net value into best, the values and
-   the usable mask. Returns 1 where a check fails (stopping there when `check`). */
+   the usable mask, and the OR of the usable levels' tokens and values into *width (Problem.width).
+   Returns 1 where a check fails (stopping there when `check`). */
 static int scale_usual(Py_ssize_t n, Py_ssize_t k, const int64_t *t, const double *u, const uint8_t *mask,
                        int64_t budget, double price, int check, double max_utility, double usual, double *best,
-                       int64_t *values, uint8_t *usable) {
+                       int64_t *values, uint8_t *usable, uint64_t *width) {
     int refused = 0;
+    uint64_t wide = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         double top = 0.0;
         for (size_t j = (size_t)i * (size_t)k; j < (size_t)(i + 1) * (size_t)k; j++) {
@@ -2771,9 +2782,11 @@ static int scale_usual(Py_ssize_t n, Py_ssize_t k, const int64_t *t, const doubl
             double at = net * usual;  /* past 2**63 only when the factor is redone */
             values[j] = at < 4e18 ? round_to_int64(at) : 0;
             usable[j] = (uint8_t)(offered && values[j] > 0);
+            wide |= usable[j] ? (uint64_t)t[j] | (uint64_t)values[j] : 0;
         }
         best[i] = top;
     }
+    *width = wide;
     return refused;
 }
 
@@ -2797,7 +2810,8 @@ static int vector_scaling = -1;  /* -1: not yet asked (AVX2 on this CPU); tests 
 __attribute__((target("avx2"))) static int scale_usual_avx2(Py_ssize_t n, Py_ssize_t k, const int64_t *t,
                                                              const double *u, const uint8_t *mask, int64_t budget,
                                                              double price, double max_utility, double usual,
-                                                             double *best, int64_t *values, uint8_t *usable) {
+                                                             double *best, int64_t *values, uint8_t *usable,
+                                                             uint64_t *width) {
     const __m256d v_usual = _mm256_set1_pd(usual), v_price = _mm256_set1_pd(price), v_max = _mm256_set1_pd(max_utility);
     const __m256d v_zero = _mm256_setzero_pd(), v_two52 = _mm256_set1_pd(4503599627370496.0);
     const __m256d v_round = _mm256_set1_pd(6755399441055744.0), v_limit = _mm256_set1_pd(2251799813685248.0);
@@ -2806,6 +2820,8 @@ __attribute__((target("avx2"))) static int scale_usual_avx2(Py_ssize_t n, Py_ssi
     const __m256i v_budget = _mm256_set1_epi64x(budget), zero = _mm256_setzero_si256();
     const __m256i all = _mm256_cmpeq_epi64(zero, zero);
     __m256d refused = v_zero;
+    __m256i wide4 = zero;  /* a lane redone below may add its first numbers too: the width only grows */
+    uint64_t width_one = 0;
     int refused_one = 0;
     Py_ssize_t wide = k & ~(Py_ssize_t)3;
     size_t j = 0;
@@ -2838,7 +2854,9 @@ __attribute__((target("avx2"))) static int scale_usual_avx2(Py_ssize_t n, Py_ssi
             __m256i V = _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(at, v_round)), v_round_bits);
             int inside = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(at, v_abs), v_limit, _CMP_LT_OQ));
             _mm256_storeu_si256((__m256i *)(values + j), V);
-            int flags = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_and_si256(offered, _mm256_cmpgt_epi64(V, zero))));
+            __m256i on_v = _mm256_and_si256(offered, _mm256_cmpgt_epi64(V, zero));
+            wide4 = _mm256_or_si256(wide4, _mm256_and_si256(on_v, _mm256_or_si256(T, V)));
+            int flags = _mm256_movemask_pd(_mm256_castsi256_pd(on_v));
             memcpy(usable + j, &FLAG_BYTES[flags], 4);
             int redo = (~inside | _mm256_movemask_pd(_mm256_castsi256_pd(negative))) & 15;
             if (redo) {
@@ -2851,6 +2869,7 @@ __attribute__((target("avx2"))) static int scale_usual_avx2(Py_ssize_t n, Py_ssi
                     double lane_at = lane_net * usual;
                     values[j + l] = lane_at < 4e18 ? round_to_int64(lane_at) : 0;
                     usable[j + l] = (uint8_t)(on && values[j + l] > 0);
+                    width_one |= usable[j + l] ? (uint64_t)t[j + l] | (uint64_t)values[j + l] : 0;
                 }
             }
         }
@@ -2866,9 +2885,13 @@ __attribute__((target("avx2"))) static int scale_usual_avx2(Py_ssize_t n, Py_ssi
             double at = net * usual;
             values[j] = at < 4e18 ? round_to_int64(at) : 0;
             usable[j] = (uint8_t)(on && values[j] > 0);
+            width_one |= usable[j] ? (uint64_t)t[j] | (uint64_t)values[j] : 0;
         }
         best[i] = top;
     }
+    uint64_t lanes[4];
+    _mm256_storeu_si256((__m256i *)lanes, wide4);
+    *width = width_one | lanes[0] | lanes[1] | lanes[2] | lanes[3];
     return refused_one || _mm256_movemask_pd(refused);
 }
 
@@ -2884,27 +2907,30 @@ static int vectors_on(void) {
    summation, so the factor and the integers are identical). best: scratch for n doubles. */
 static int scale_values(Py_ssize_t n, Py_ssize_t k, const int64_t *t, const double *u, const uint8_t *mask,
                         int64_t budget, double price, int check, double max_utility, double *best, int64_t *values,
-                        uint8_t *usable, double *factor_out) {
+                        uint8_t *usable, double *factor_out, uint64_t *width) {
     size_t cells = (size_t)n * (size_t)k;
     const double usual = 1000000.0;
     int refused;
 #ifdef VECTOR_SCALING
     if (k >= 4 && vectors_on())
-        refused = scale_usual_avx2(n, k, t, u, mask, budget, price, max_utility, usual, best, values, usable);
+        refused = scale_usual_avx2(n, k, t, u, mask, budget, price, max_utility, usual, best, values, usable, width);
     else
 #endif
-        refused = scale_usual(n, k, t, u, mask, budget, price, check, max_utility, usual, best, values, usable);
+        refused = scale_usual(n, k, t, u, mask, budget, price, check, max_utility, usual, best, values, usable, width);
     if (check && refused) return -1;
     double total = n ? pairwise_sum(best, (size_t)n) : 0.0;
     double room = 4503599627370496.0;  /* 2**52 */
     double factor = total * usual < room ? usual : room / total;
     if (factor != usual) {
+        uint64_t wide = 0;
         for (size_t j = 0; j < cells; j++) {
             int offered = (!mask || mask[j]) && t[j] <= budget;
             double net = offered ? u[j] - price * (double)t[j] : 0.0;
             values[j] = round_to_int64(net * factor);
             usable[j] = (uint8_t)(offered && values[j] > 0);
+            wide |= usable[j] ? (uint64_t)t[j] | (uint64_t)values[j] : 0;
         }
+        *width = wide;
     }
     *factor_out = factor;
     return 0;
@@ -2979,9 +3005,10 @@ static PyObject *kernel_solve_arrays(PyObject *self, PyObject *args) {
         int64_t *core = scratch(W_CORE, (size_t)n, sizeof(int64_t));
         if (!best || !values || !usable || !keep || !core) { PyErr_NoMemory(); goto release; }
         double factor;
-        if (scale_values(n, k, t, u, mask, budget, price, 1, max_utility, best, values, usable, &factor) < 0)
+        uint64_t width;
+        if (scale_values(n, k, t, u, mask, budget, price, 1, max_utility, best, values, usable, &factor, &width) < 0)
             goto fallback;
-        Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, band_mode(n)};
+        Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, band_mode(n), width};
         Info info = {{0}, 0.0};
         int rc = solve(&P, choice, keep, core, bounded_ties, &info);
         if (rc < 0) { PyErr_NoMemory(); goto release; }
@@ -3049,8 +3076,9 @@ static PyObject *kernel_solve_job(PyObject *self, PyObject *args) {
     double *util = scratch(W_UTIL, (size_t)n, sizeof(double));
     if (!best || !util) { PyErr_NoMemory(); goto release; }
     double factor;
-    scale_values(n, k, t, u, b[2].buf, budget, price, 0, 0.0, best, values, usable, &factor);
-    Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, band_mode(n)};
+    uint64_t width;
+    scale_values(n, k, t, u, b[2].buf, budget, price, 0, 0.0, best, values, usable, &factor, &width);
+    Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, band_mode(n), width};
     Info info = {{0}, 0.0};
     int rc = solve(&P, choice, b[6].buf, b[7].buf, mode, &info);
     if (rc < 0) { PyErr_NoMemory(); goto release; }
