@@ -1285,8 +1285,8 @@ static inline int has_next(const Problem *P, Py_ssize_t i, int32_t f) {
 
 /* Row i at lambda with its floor option f (fw tokens, fv value): its reduced value, the best of its
    other options (delete included), whether it has any, and the options exactly as good as f (bit o). */
-static inline uint64_t at_lambda(const Problem *P, Py_ssize_t i, int32_t f, int64_t fw, int64_t fv, i128 *best_out,
-                                 i128 *second_out, int *any_out) {
+static inline uint64_t at_lambda(const Problem *P, Py_ssize_t i, int32_t f, int64_t fw, int64_t fv, int narrow,
+                                 i128 *best_out, i128 *second_out, int *any_out) {
     Py_ssize_t k = P->k;
     const int64_t p = P->p, q = P->q;
     uint64_t mask = (uint64_t)1 << f;
@@ -1296,8 +1296,23 @@ static inline uint64_t at_lambda(const Problem *P, Py_ssize_t i, int32_t f, int6
     i128 best, second = 0;
     /* in 64 bits, where no product or difference overflows (checked); else in 128 */
     int64_t best64, second64 = 0, x, y;
-    int over = __builtin_mul_overflow(q, fv, &x) | __builtin_mul_overflow(p, fw, &y)
-               | __builtin_sub_overflow(x, y, &best64);
+    int over = 0;
+    if (narrow) {
+        /* every usable level's products fit (Problem.width): no checks, and no branch on which
+           levels count (a level not usable may wrap; it is not read) */
+        best64 = q * fv - p * fw;
+        second64 = INT64_MIN;
+        for (Py_ssize_t o = 0; o < k; o++) {
+            int64_t r = (int64_t)((uint64_t)q * (uint64_t)tv[o] - (uint64_t)p * (uint64_t)tw[o]);
+            int counts = (o != f) & (ok[o] != 0);
+            second64 = counts & (r > second64) ? r : second64;
+            any |= counts;
+            mask |= (uint64_t)(counts & (r == best64)) << o;
+        }
+        goto done64;  /* (second is read only where some level counts) */
+    }
+    over = __builtin_mul_overflow(q, fv, &x) | __builtin_mul_overflow(p, fw, &y)
+           | __builtin_sub_overflow(x, y, &best64);
     for (Py_ssize_t o = 0; o < k; o++) {
         if (o == f || !ok[o]) continue;
         int64_t r;
@@ -1307,6 +1322,7 @@ static inline uint64_t at_lambda(const Problem *P, Py_ssize_t i, int32_t f, int6
         any = 1;
         mask |= (uint64_t)(r == best64) << o;
     }
+done64:
     if (!over) {
         best = best64;
         second = second64;
@@ -1632,6 +1648,9 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
     rank_next.largest = 1;
     i128 upper = (i128)P->p * P->capacity;
     const int64_t p = P->p, q = P->q;
+    /* every usable level's products with p and q fit 64 bits (at_lambda then needs no checks) */
+    int lambda_bits = 64 - __builtin_clzll((uint64_t)p | (uint64_t)q);
+    int narrow = lambda_bits <= 61 && !(P->width >> (62 - lambda_bits));
     /* Rows left without a hull (banded, tied) get none here either where the rankings of the increments
        around the floor would not take theirs: a row offers an increment after its floor (if it has one)
        and one into it (unless the floor is delete); once a ranking is full and its outside extreme is
@@ -1670,7 +1689,7 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
                 int s = second_opt[i], any;
                 i128 best, second;
                 uint64_t mask;
-                if (s == -2) mask = at_lambda(P, i, f, fw, fv, &best, &second, &any);
+                if (s == -2) mask = at_lambda(P, i, f, fw, fv, narrow, &best, &second, &any);
                 else {
                     best = reduced(P, fw, fv);
                     any = s >= 0;
@@ -1711,7 +1730,7 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
         floor_v += fv;
         int any;
         i128 best, second;
-        uint64_t mask = at_lambda(P, i, f, fw, fv, &best, &second, &any);
+        uint64_t mask = at_lambda(P, i, f, fw, fv, narrow, &best, &second, &any);
         upper += best;
         row_best[i] = best;
         tied[i] = mask;
