@@ -409,6 +409,8 @@ typedef struct {
                          even where many rows are in it, 3 a band one sample increment wide */
     uint64_t width;   /* the OR of every usable level's tokens and values where the scaling took it (at least
                          each row's row_width), else UINT64_MAX: rows are then asked one by one */
+    int shortcut;     /* where the budget binds no row, the answer without hulls (see fits_all; the hull
+                         counts are not taken) */
 } Problem;
 
 /* option o of row i: a level 0..k-1, or k = delete */
@@ -1531,6 +1533,58 @@ static void lowest_terms(Problem *P) {
    tail rows, rows given a hull. */
 typedef struct { int64_t v[14]; double upper; } Info;
 
+/* Where the budget binds no row: each row's most valuable level, the lightest of those, the first of
+   equals (delete where no level is usable), fits with every other row's. Then the LP split is at
+   lambda = 0 (each row at its hull's top vertex), that allocation is the optimum (V*, W*) and the only
+   one worth it (each row at its own best value and fewest tokens), so it is also the tie rule's; the
+   reduction keeps what the bound at lambda = 0 keeps: every level as valuable as its row's best, in
+   rows where two are. Writes choice, keep and core and returns the free rows, or -1 where the budget
+   binds (or a usable level is worth nothing or has negative tokens: raw arrays; the caller goes on). */
+static long fits_all(const Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int64_t *value, int64_t *tokens) {
+    Py_ssize_t n = P->n, k = P->k;
+    int64_t used = 0, worth = 0;
+    /* the scaling's width says no usable level has negative tokens (nor, scaled, a value of 0) */
+    int trusted = !(P->width >> 62);
+    /* without branches on the levels (no order among them on Pisinger's classes); choice[i] holds the
+       pick and, past bit 32, whether another level is as valuable, until the second pass */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
+        const uint8_t *ok = P->usable + i * k;
+        int64_t top = 0, light = 0;
+        int pick = (int)k, bad = 0, ties = 0;
+        for (Py_ssize_t o = 0; o < k; o++) {
+            int64_t w = tw[o], v = tv[o];
+            int on = ok[o] != 0;
+            if (!trusted) bad |= on & ((w < 0) | (v <= 0));
+            int better = on & (v > top), same = on & (v == top), lighter = better | (same & (w < light));
+            ties = better ? 0 : ties | same;
+            pick = lighter ? (int)o : pick;
+            light = lighter ? w : light;
+            top = better ? v : top;
+        }
+        used += light;
+        worth += top;
+        if (bad || used > P->capacity) return -1;
+        choice[i] = pick | (int64_t)ties << 32;
+    }
+    long n_free = 0;
+    memset(keep, 0, (size_t)n * (size_t)(k + 1));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int pick = (int)(choice[i] & 0xFFFFFFFF), ties = (int)(choice[i] >> 32);
+        uint8_t *row_keep = keep + (size_t)i * (size_t)(k + 1);
+        row_keep[pick] = 1;
+        choice[i] = pick == k ? -1 : pick;
+        if (!ties) continue;
+        const int64_t *tv = P->values + i * k;
+        const uint8_t *ok = P->usable + i * k;
+        for (Py_ssize_t o = 0; o < k; o++) row_keep[o] |= ok[o] && tv[o] == tv[pick];
+        core[n_free++] = i;
+    }
+    *value = worth;
+    *tokens = used;
+    return n_free;
+}
+
 static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int bounded_ties, Info *info) {
     Py_ssize_t n = P->n, k = P->k;
     int rc = -1;
@@ -1560,6 +1614,15 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
 
     /* the sums of tokens below (of levels that fit the capacity, over all rows) stay in 64 bits */
     if ((i128)n * P->capacity >= ((i128)1 << 62)) return 1;
+    if (P->shortcut) {
+        int64_t value, tokens;
+        long n_free = fits_all(P, choice, keep, core, &value, &tokens);
+        if (n_free >= 0) {
+            *info = (Info){{0, 1, 0, value, tokens, -1, -1, 0, n_free, 1, 0, 0, 0, 0}, (double)value};
+            rc = 0;
+            goto done;
+        }
+    }
     /* 0. every allocation's tokens are a multiple of g, the gcd of the usable levels' tokens: the
        capacity rounds down to one (an exact fill of the room is otherwise impossible, e.g. even
        tokens and an odd budget, and the search would have to prove it state by state) */
@@ -2560,9 +2623,9 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     long long capacity;
     int bounded_ties;
     Py_ssize_t n, k;
-    int at_once = 0, banded = -1;
-    if (!PyArg_ParseTuple(args, "nnOOOLOOOi|pi", &n, &k, &o_tokens, &o_values, &o_usable, &capacity, &o_choice,
-                          &o_keep, &o_core, &bounded_ties, &at_once, &banded))
+    int at_once = 0, banded = -1, shortcut = 0;
+    if (!PyArg_ParseTuple(args, "nnOOOLOOOi|pip", &n, &k, &o_tokens, &o_values, &o_usable, &capacity, &o_choice,
+                          &o_keep, &o_core, &bounded_ties, &at_once, &banded, &shortcut))
         return NULL;
     if (banded < 0) banded = band_mode(n);
     if (k < 0 || k > 62 || n < 0) {
@@ -2576,7 +2639,7 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     Py_buffer b[6];
     if (take_buffers(arg, b, 6) < 0) return NULL;
     PyObject *out = NULL;
-    Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, (int64_t)capacity, 0, 1, at_once, banded, UINT64_MAX};
+    Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, (int64_t)capacity, 0, 1, at_once, banded, UINT64_MAX, shortcut};
     Info info = {{0}, 0.0};
     int rc;
     rc = solve(&P, b[3].buf, b[4].buf, b[5].buf, bounded_ties, &info);  /* holds the GIL: one shared workspace */
@@ -3027,7 +3090,7 @@ static PyObject *kernel_solve_arrays(PyObject *self, PyObject *args) {
         uint64_t width;
         if (scale_values(n, k, t, u, mask, budget, price, 1, max_utility, best, values, usable, &factor, &width) < 0)
             goto fallback;
-        Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, band_mode(n), width};
+        Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, band_mode(n), width, 1};
         Info info = {{0}, 0.0};
         int rc = solve(&P, choice, keep, core, bounded_ties, &info);
         if (rc < 0) { PyErr_NoMemory(); goto release; }
@@ -3097,7 +3160,7 @@ static PyObject *kernel_solve_job(PyObject *self, PyObject *args) {
     double factor;
     uint64_t width;
     scale_values(n, k, t, u, b[2].buf, budget, price, 0, 0.0, best, values, usable, &factor, &width);
-    Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, band_mode(n), width};
+    Problem P = {n, k, t, values, usable, (int64_t)budget, 0, 1, 0, band_mode(n), width, 1};
     Info info = {{0}, 0.0};
     int rc = solve(&P, choice, b[6].buf, b[7].buf, mode, &info);
     if (rc < 0) { PyErr_NoMemory(); goto release; }
@@ -3138,10 +3201,11 @@ static PyObject *kernel_vector_scaling(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"solve", kernel_solve, METH_VARARGS,
-     "solve(n, k, tokens, values, usable, capacity, choice, keep, core, bounded_ties[, at_once, banded]) -> info, or "
-     "None past the limit (bounded_ties -1: the optimum only, no reduction nor tie rule; 2: as 1 with the tail by "
-     "Pareto layers only; banded: -1 by the row count, 0 every hull, 1 band or tied split, 4 tied split only; tests: "
-     "2 band forced, 3 a band one sample increment wide; info's hull counts are -1 where a band was taken)"},
+     "solve(n, k, tokens, values, usable, capacity, choice, keep, core, bounded_ties[, at_once, banded, shortcut]) -> "
+     "info, or None past the limit (bounded_ties -1: the optimum only, no reduction nor tie rule; 2: as 1 with the tail "
+     "by Pareto layers only; banded: -1 by the row count, 0 every hull, 1 band or tied split, 4 tied split only; tests: "
+     "2 band forced, 3 a band one sample increment wide; shortcut: where the budget binds no row, the answer without "
+     "hulls, as solve_arrays and solve_job take it; info's hull counts are -1 where a band or the shortcut was taken)"},
     {"solve_arrays", kernel_solve_arrays, METH_VARARGS,
      "solve_arrays(n, k, tokens, utility, mask|None, budget, price, limit, bounded_ties, max_utility, choice) -> "
      "(objective, tokens_used, tie_rule), or None where the Python path answers"},

@@ -38,7 +38,8 @@ class KernelResult:
     upper_bound: float  # U(λ*), scaled
     value: int  # V*, scaled
     tokens: int  # W*: the fewest tokens of an allocation worth V*
-    hull_levels: int | None  # None: not counted (the band spared rows their hull, _kernel.c: banded_split)
+    hull_levels: int | None  # None: not counted (the band spared rows their hull, _kernel.c: banded_split;
+    # or the budget bound no row: fits_all)
     lp_dominated: int | None
     searched_rows: int  # rows the optimum search enumerated
     tie_rule: bool  # False: too many tied optima to order by fidelity; this is one of them
@@ -56,7 +57,7 @@ def applies(instance: Instance) -> bool:
 
 def solve_kernel(
     instance: Instance, scaled: Scaled, *, bounded_ties: bool = True, pareto_tail: bool = False,
-    tighten_at_once: bool = False,
+    tighten_at_once: bool = False, shortcut: bool = True,
 ) -> KernelResult | None:
     """The tie-rule optimum by the kernel, or None past its state limit (CP-SAT takes over).
 
@@ -68,7 +69,9 @@ def solve_kernel(
     tighter bounds (one-move, the LP of the rows outside, the values' gcd), which it takes once it
     has generated 65,536 states, from the first state, and the count cut (tried where the search
     passes its state limit) on the first incumbent: for tests, on instances exhaustive search
-    reaches.
+    reaches. ``shortcut``: where the budget binds no record (each at its most valuable level fits), that
+    allocation without hulls or search, as ``solve_job`` and ``solve_arrays`` take it (the result's
+    hull counts are then None); False for tests that compare the hulls.
     """
     kernel = native.module()
     assert kernel is not None
@@ -82,7 +85,7 @@ def solve_kernel(
     try:
         mode = 2 if pareto_tail else int(bounded_ties)
         info = kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep, core, mode,
-                            tighten_at_once)
+                            tighten_at_once, -1, shortcut)
     except RuntimeError as exc:  # an internal inconsistency: a bug, reported as a solver error
         raise SolverError(str(exc)) from None
     return None if info is None else _result(info, choice, keep, core)
