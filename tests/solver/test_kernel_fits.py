@@ -29,7 +29,7 @@ def _solve(tokens, values, usable, capacity, shortcut):
 def _lightest_best(tokens, values, usable) -> int:
     """The tokens of every row at its most valuable usable level, the lightest of those (0: no level)."""
     total = 0
-    for w, v, ok in zip(tokens, values, usable.astype(bool)):
+    for w, v, ok in zip(tokens, values, usable.astype(bool), strict=True):
         if ok.any():
             top = v[ok].max()
             total += int(w[ok & (v == top)].min())
