@@ -234,3 +234,24 @@ def test_the_width_of_the_scaled_numbers_reaches_the_kernel(k, on, vectors) -> N
     assert expected[5] > 0 and expected[:5] == info[:5] and expected[7:13] == info[7:13]
     assert choice.tolist() == every_hull[0].tolist()
     assert _one_call(tokens, utility, budget, 0.0, None)[1] == choice.tolist()
+
+
+@pytest.mark.parametrize("share", [0.5, 0.999, 1.001, 3.0])
+@pytest.mark.parametrize("on", [True, False])
+def test_the_factor_where_the_positive_sum_and_the_bests_disagree(share, on, vectors, monkeypatch) -> None:
+    """The vector pass sums every positive net value instead of each row's best: where that sum leaves
+    the usual factor in doubt (here five times the bests' sum, as every level is worth as much), the
+    rows' bests decide, as numpy's sum of them does: the usual factor where they take `share` of 2**52
+    below 1, a smaller one past it."""
+    vectors(on)
+    n, k = 1000, 5
+    each = share * 2.0**52 / 1e6 / n  # every level's utility: the bests sum to share * 2**52 / 10**6
+    tokens = np.tile(np.arange(k, 0, -1, dtype=np.int64), (n, 1))
+    utility = np.full((n, k), each) * (1.0 + np.linspace(0.0, 1e-9, n))[:, None]
+    inst = make_instance(tokens, utility, 3 * n)
+    out, values, usable, choice = _job(tokens, utility, 3 * n, 0.0, np.ones((n, k), bool))
+    monkeypatch.setenv("MEMSOLVE_KERNEL", "numpy")
+    expected = scale(inst)
+    assert (expected.scale == 1e6) == (share < 1.0)
+    assert out[0] == expected.scale
+    assert np.array_equal(values, expected.values) and np.array_equal(usable.view(bool), expected.usable)

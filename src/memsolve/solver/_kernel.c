@@ -1540,30 +1540,57 @@ typedef struct { int64_t v[14]; double upper; } Info;
    reduction keeps what the bound at lambda = 0 keeps: every level as valuable as its row's best, in
    rows where two are. Writes choice, keep and core and returns the free rows, or -1 where the budget
    binds (or a usable level is worth nothing or has negative tokens: raw arrays; the caller goes on). */
+/* Row i's most valuable usable level, the lightest of those, the first of equals (k: delete, no level
+   usable): its value, tokens, and whether another level is as valuable; *bad where a usable level has
+   negative tokens or no value (raw arrays; not where the scaling says so: trusted). Without branches on
+   the levels (no order among them on Pisinger's classes). */
+static inline int best_level(const Problem *P, Py_ssize_t i, int trusted, int64_t *value, int64_t *tokens,
+                             int *ties_out, int *bad_out) {
+    Py_ssize_t k = P->k;
+    const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
+    const uint8_t *ok = P->usable + i * k;
+    int64_t top = 0, light = 0;
+    int pick = (int)k, bad = 0, ties = 0;
+    for (Py_ssize_t o = 0; o < k; o++) {
+        int64_t w = tw[o], v = tv[o];
+        int on = ok[o] != 0;
+        if (!trusted) bad |= on & ((w < 0) | (v <= 0));
+        int better = on & (v > top), same = on & (v == top), lighter = better | (same & (w < light));
+        ties = better ? 0 : ties | same;
+        pick = lighter ? (int)o : pick;
+        light = lighter ? w : light;
+        top = better ? v : top;
+    }
+    *value = top; *tokens = light; *ties_out = ties; *bad_out = bad;
+    return pick;
+}
+
+#define FITS_SAMPLE 64  /* rows whose best levels say, from 4 * FITS_SAMPLE rows, whether to try them all */
+
 static long fits_all(const Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int64_t *value, int64_t *tokens) {
     Py_ssize_t n = P->n, k = P->k;
-    int64_t used = 0, worth = 0;
+    int64_t used = 0, worth = 0, v, w;
+    int ties, bad;
     /* the scaling's width says no usable level has negative tokens (nor, scaled, a value of 0) */
     int trusted = !(P->width >> 62);
-    /* without branches on the levels (no order among them on Pisinger's classes); choice[i] holds the
-       pick and, past bit 32, whether another level is as valuable, until the second pass */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
-        const uint8_t *ok = P->usable + i * k;
-        int64_t top = 0, light = 0;
-        int pick = (int)k, bad = 0, ties = 0;
-        for (Py_ssize_t o = 0; o < k; o++) {
-            int64_t w = tw[o], v = tv[o];
-            int on = ok[o] != 0;
-            if (!trusted) bad |= on & ((w < 0) | (v <= 0));
-            int better = on & (v > top), same = on & (v == top), lighter = better | (same & (w < light));
-            ties = better ? 0 : ties | same;
-            pick = lighter ? (int)o : pick;
-            light = lighter ? w : light;
-            top = better ? v : top;
+    /* where the budget binds, the pass below stops only once the rows' bests pass it (half of them on
+       the correlated classes): a sample of rows spread over the input first, and where their bests
+       scaled to every row take a quarter more than the budget, the full path answers at once (a
+       sample that misjudges costs time, never the answer) */
+    if (n >= 4 * FITS_SAMPLE) {
+        int64_t sample = 0;
+        for (Py_ssize_t a = 0; a < FITS_SAMPLE; a++) {
+            best_level(P, a * (n / FITS_SAMPLE), trusted, &v, &w, &ties, &bad);
+            sample += w;
         }
-        used += light;
-        worth += top;
+        if ((double)sample * ((double)n / FITS_SAMPLE) > 1.25 * (double)P->capacity) return -1;
+    }
+    /* choice[i] holds the pick and, past bit 32, whether another level is as valuable, until the
+       second pass */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int pick = best_level(P, i, trusted, &v, &w, &ties, &bad);
+        used += w;
+        worth += v;
         if (bad || used > P->capacity) return -1;
         choice[i] = pick | (int64_t)ties << 32;
     }
@@ -2886,14 +2913,14 @@ static int vector_scaling = -1;  /* -1: not yet asked (AVX2 on this CPU); tests 
    tokens are at most the budget, below 2**40) and values round to nearest, ties to even, through
    1.5 * 2**52, as cvtsd2si does in the default rounding mode (nothing here changes it), exact where
    |value| < 2**51. The levels past that, and offered levels with negative tokens, are redone one by
-   one as the scalar loop does them. A row's best is the largest net value, the same whatever the
-   order it is taken in (no NaN reaches it where inputs are checked; a withheld level counts as +0).
+   one as the scalar loop does them. The levels are taken as one run, across rows: in place of each
+   row's best net value, the sum of every positive net value into *positive (at least the sum of the
+   rows' bests, which scale_values then needs only where this sum does not settle the factor).
    Returns 1 where a check fails. */
-__attribute__((target("avx2"))) static int scale_usual_avx2(Py_ssize_t n, Py_ssize_t k, const int64_t *t,
-                                                             const double *u, const uint8_t *mask, int64_t budget,
-                                                             double price, double max_utility, double usual,
-                                                             double *best, int64_t *values, uint8_t *usable,
-                                                             uint64_t *width) {
+__attribute__((target("avx2"))) static int scale_usual_avx2(size_t cells, const int64_t *t, const double *u,
+                                                             const uint8_t *mask, int64_t budget, double price,
+                                                             double max_utility, double usual, int64_t *values,
+                                                             uint8_t *usable, uint64_t *width, double *positive) {
     const __m256d v_usual = _mm256_set1_pd(usual), v_price = _mm256_set1_pd(price), v_max = _mm256_set1_pd(max_utility);
     const __m256d v_zero = _mm256_setzero_pd(), v_two52 = _mm256_set1_pd(4503599627370496.0);
     const __m256d v_round = _mm256_set1_pd(6755399441055744.0), v_limit = _mm256_set1_pd(2251799813685248.0);
@@ -2901,79 +2928,74 @@ __attribute__((target("avx2"))) static int scale_usual_avx2(Py_ssize_t n, Py_ssi
     const __m256i v_two52_bits = _mm256_castpd_si256(v_two52), v_round_bits = _mm256_castpd_si256(v_round);
     const __m256i v_budget = _mm256_set1_epi64x(budget), zero = _mm256_setzero_si256();
     const __m256i all = _mm256_cmpeq_epi64(zero, zero);
-    __m256d refused = v_zero;
+    __m256d refused = v_zero, sum4 = v_zero;
     __m256i wide4 = zero;  /* a lane redone below may add its first numbers too: the width only grows */
     uint64_t width_one = 0;
+    double sum_one = 0.0;
     int refused_one = 0;
-    Py_ssize_t wide = k & ~(Py_ssize_t)3;
-    size_t j = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        __m256d top4 = v_zero;
-        double top = 0.0;
-        for (Py_ssize_t o = 0; o < wide; o += 4, j += 4) {
-            __m256i T = _mm256_loadu_si256((const __m256i *)(t + j));
-            __m256d U = _mm256_loadu_pd(u + j);
-            __m256i offered = all;
-            if (mask) {
-                int32_t bytes;
-                memcpy(&bytes, mask + j, 4);
-                __m256i flags = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(bytes));
-                offered = _mm256_xor_si256(_mm256_cmpeq_epi64(flags, zero), all);
-            }
-            __m256d fine = _mm256_and_pd(_mm256_cmp_pd(U, v_zero, _CMP_GE_OQ), _mm256_cmp_pd(U, v_max, _CMP_LE_OQ));
-            __m256d wrong = _mm256_or_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(zero, T)),
-                                         _mm256_andnot_pd(fine, _mm256_castsi256_pd(all)));
-            refused = _mm256_or_pd(refused, _mm256_and_pd(_mm256_castsi256_pd(offered), wrong));
-            offered = _mm256_andnot_si256(_mm256_cmpgt_epi64(T, v_budget), offered);
-            /* offered negative tokens (refused where checked; solve_job's inputs are checked before) are
-               redone one by one: the conversion below holds for 0 <= tokens < 2**52 */
-            __m256i negative = _mm256_and_si256(offered, _mm256_cmpgt_epi64(zero, T));
-            __m256d Td = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(T, v_two52_bits)), v_two52);
-            __m256d net = _mm256_and_pd(_mm256_sub_pd(U, _mm256_mul_pd(v_price, Td)),
-                                        _mm256_castsi256_pd(_mm256_andnot_si256(negative, offered)));
-            top4 = _mm256_max_pd(net, top4);
-            __m256d at = _mm256_mul_pd(net, v_usual);
-            __m256i V = _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(at, v_round)), v_round_bits);
-            int inside = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(at, v_abs), v_limit, _CMP_LT_OQ));
-            _mm256_storeu_si256((__m256i *)(values + j), V);
-            __m256i on_v = _mm256_and_si256(offered, _mm256_cmpgt_epi64(V, zero));
-            wide4 = _mm256_or_si256(wide4, _mm256_and_si256(on_v, _mm256_or_si256(T, V)));
-            int flags = _mm256_movemask_pd(_mm256_castsi256_pd(on_v));
-            memcpy(usable + j, &FLAG_BYTES[flags], 4);
-            int redo = (~inside | _mm256_movemask_pd(_mm256_castsi256_pd(negative))) & 15;
-            if (redo) {
-                int lanes = _mm256_movemask_pd(_mm256_castsi256_pd(offered));
-                for (int l = 0; l < 4; l++) {
-                    if (!(redo >> l & 1)) continue;
-                    int on = lanes >> l & 1;
-                    double lane_net = on ? u[j + l] - price * (double)t[j + l] : 0.0;
-                    top = lane_net > top ? lane_net : top;
-                    double lane_at = lane_net * usual;
-                    values[j + l] = lane_at < 4e18 ? round_to_int64(lane_at) : 0;
-                    usable[j + l] = (uint8_t)(on && values[j + l] > 0);
-                    width_one |= usable[j + l] ? (uint64_t)t[j + l] | (uint64_t)values[j + l] : 0;
-                }
+    size_t wide = cells & ~(size_t)3, j = 0;
+    for (; j < wide; j += 4) {
+        __m256i T = _mm256_loadu_si256((const __m256i *)(t + j));
+        __m256d U = _mm256_loadu_pd(u + j);
+        __m256i offered = all;
+        if (mask) {
+            int32_t bytes;
+            memcpy(&bytes, mask + j, 4);
+            __m256i flags = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(bytes));
+            offered = _mm256_xor_si256(_mm256_cmpeq_epi64(flags, zero), all);
+        }
+        __m256d fine = _mm256_and_pd(_mm256_cmp_pd(U, v_zero, _CMP_GE_OQ), _mm256_cmp_pd(U, v_max, _CMP_LE_OQ));
+        __m256d wrong = _mm256_or_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(zero, T)),
+                                     _mm256_andnot_pd(fine, _mm256_castsi256_pd(all)));
+        refused = _mm256_or_pd(refused, _mm256_and_pd(_mm256_castsi256_pd(offered), wrong));
+        offered = _mm256_andnot_si256(_mm256_cmpgt_epi64(T, v_budget), offered);
+        /* offered negative tokens (refused where checked; solve_job's inputs are checked before) are
+           redone one by one: the conversion below holds for 0 <= tokens < 2**52 */
+        __m256i negative = _mm256_and_si256(offered, _mm256_cmpgt_epi64(zero, T));
+        __m256d Td = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(T, v_two52_bits)), v_two52);
+        __m256d net = _mm256_and_pd(_mm256_sub_pd(U, _mm256_mul_pd(v_price, Td)),
+                                    _mm256_castsi256_pd(_mm256_andnot_si256(negative, offered)));
+        sum4 = _mm256_add_pd(sum4, _mm256_max_pd(net, v_zero));  /* (a NaN net, refused, leaves its 0) */
+        __m256d at = _mm256_mul_pd(net, v_usual);
+        __m256i V = _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(at, v_round)), v_round_bits);
+        int inside = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(at, v_abs), v_limit, _CMP_LT_OQ));
+        _mm256_storeu_si256((__m256i *)(values + j), V);
+        __m256i on_v = _mm256_and_si256(offered, _mm256_cmpgt_epi64(V, zero));
+        wide4 = _mm256_or_si256(wide4, _mm256_and_si256(on_v, _mm256_or_si256(T, V)));
+        int flags = _mm256_movemask_pd(_mm256_castsi256_pd(on_v));
+        memcpy(usable + j, &FLAG_BYTES[flags], 4);
+        int redo = (~inside | _mm256_movemask_pd(_mm256_castsi256_pd(negative))) & 15;
+        if (redo) {
+            int lanes = _mm256_movemask_pd(_mm256_castsi256_pd(offered));
+            for (int l = 0; l < 4; l++) {
+                if (!(redo >> l & 1)) continue;
+                int on = lanes >> l & 1;
+                double lane_net = on ? u[j + l] - price * (double)t[j + l] : 0.0;
+                sum_one += lane_net > 0.0 ? lane_net : 0.0;
+                double lane_at = lane_net * usual;
+                values[j + l] = lane_at < 4e18 ? round_to_int64(lane_at) : 0;
+                usable[j + l] = (uint8_t)(on && values[j + l] > 0);
+                width_one |= usable[j + l] ? (uint64_t)t[j + l] | (uint64_t)values[j + l] : 0;
             }
         }
-        __m128d half = _mm_max_pd(_mm256_castpd256_pd128(top4), _mm256_extractf128_pd(top4, 1));
-        double top_wide = _mm_cvtsd_f64(_mm_max_pd(half, _mm_unpackhi_pd(half, half)));
-        top = top_wide > top ? top_wide : top;
-        for (Py_ssize_t o = wide; o < k; o++, j++) {
-            int on = !mask || mask[j];
-            refused_one |= on && (t[j] < 0 || !(u[j] >= 0.0 && u[j] <= max_utility));
-            on = on && t[j] <= budget;
-            double net = on ? u[j] - price * (double)t[j] : 0.0;
-            top = net > top ? net : top;
-            double at = net * usual;
-            values[j] = at < 4e18 ? round_to_int64(at) : 0;
-            usable[j] = (uint8_t)(on && values[j] > 0);
-            width_one |= usable[j] ? (uint64_t)t[j] | (uint64_t)values[j] : 0;
-        }
-        best[i] = top;
+    }
+    for (; j < cells; j++) {
+        int on = !mask || mask[j];
+        refused_one |= on && (t[j] < 0 || !(u[j] >= 0.0 && u[j] <= max_utility));
+        on = on && t[j] <= budget;
+        double net = on ? u[j] - price * (double)t[j] : 0.0;
+        sum_one += net > 0.0 ? net : 0.0;
+        double at = net * usual;
+        values[j] = at < 4e18 ? round_to_int64(at) : 0;
+        usable[j] = (uint8_t)(on && values[j] > 0);
+        width_one |= usable[j] ? (uint64_t)t[j] | (uint64_t)values[j] : 0;
     }
     uint64_t lanes[4];
+    double sums[4];
     _mm256_storeu_si256((__m256i *)lanes, wide4);
+    _mm256_storeu_pd(sums, sum4);
     *width = width_one | lanes[0] | lanes[1] | lanes[2] | lanes[3];
+    *positive = sum_one + ((sums[0] + sums[1]) + (sums[2] + sums[3]));
     return refused_one || _mm256_movemask_pd(refused);
 }
 
@@ -2991,18 +3013,39 @@ static int scale_values(Py_ssize_t n, Py_ssize_t k, const int64_t *t, const doub
                         int64_t budget, double price, int check, double max_utility, double *best, int64_t *values,
                         uint8_t *usable, double *factor_out, uint64_t *width) {
     size_t cells = (size_t)n * (size_t)k;
-    const double usual = 1000000.0;
-    int refused;
+    const double usual = 1000000.0, room = 4503599627370496.0;  /* 2**52 */
+    int refused, bests = 1;
 #ifdef VECTOR_SCALING
-    if (k >= 4 && vectors_on())
-        refused = scale_usual_avx2(n, k, t, u, mask, budget, price, max_utility, usual, best, values, usable, width);
-    else
+    if (vectors_on()) {
+        double positive;
+        refused = scale_usual_avx2(cells, t, u, mask, budget, price, max_utility, usual, values, usable, width,
+                                   &positive);
+        /* the rows' bests sum to at most the positive net values' sum (each best is one of its row's, or
+           0), the computed sums within far less than 2**-20 of the exact ones: where that bound times
+           the usual factor stays below 2**52, so does numpy's sum of the bests, and the factor is the
+           usual one (a NaN bound asks the rows) */
+        bests = !(positive * usual * (1.0 + 0x1p-20) < room);
+    } else
 #endif
         refused = scale_usual(n, k, t, u, mask, budget, price, check, max_utility, usual, best, values, usable, width);
     if (check && refused) return -1;
-    double total = n ? pairwise_sum(best, (size_t)n) : 0.0;
-    double room = 4503599627370496.0;  /* 2**52 */
-    double factor = total * usual < room ? usual : room / total;
+    double factor = usual;
+    if (bests) {
+#ifdef VECTOR_SCALING
+        if (vectors_on())  /* the rows' bests, as scale_usual takes them */
+            for (Py_ssize_t i = 0; i < n; i++) {
+                double top = 0.0;
+                for (size_t j = (size_t)i * (size_t)k; j < (size_t)(i + 1) * (size_t)k; j++) {
+                    int offered = (!mask || mask[j]) && t[j] <= budget;
+                    double net = offered ? u[j] - price * (double)t[j] : 0.0;
+                    if (offered && net > top) top = net;
+                }
+                best[i] = top;
+            }
+#endif
+        double total = n ? pairwise_sum(best, (size_t)n) : 0.0;
+        factor = total * usual < room ? usual : room / total;
+    }
     if (factor != usual) {
         uint64_t wide = 0;
         for (size_t j = 0; j < cells; j++) {
