@@ -409,8 +409,8 @@ typedef struct {
                          even where many rows are in it, 3 a band one sample increment wide */
     uint64_t width;   /* the OR of every usable level's tokens and values where the scaling took it (at least
                          each row's row_width), else UINT64_MAX: rows are then asked one by one */
-    int shortcut;     /* where the budget binds no row, the answer without hulls (see fits_all; the hull
-                         counts are not taken) */
+    int shortcut;     /* where the budget binds no row, the answer without search (fits_all; before the
+                         hulls where fits_likely says so, and their counts are then not taken) */
 } Problem;
 
 /* option o of row i: a level 0..k-1, or k = delete */
@@ -1565,7 +1565,23 @@ static inline int best_level(const Problem *P, Py_ssize_t i, int trusted, int64_
     return pick;
 }
 
-#define FITS_SAMPLE 64  /* rows whose best levels say, from 4 * FITS_SAMPLE rows, whether to try them all */
+#define FITS_SAMPLE 64  /* rows whose best levels say whether to try them all before the hulls */
+
+/* Whether the budget likely binds no row: FITS_SAMPLE rows spread over the input (every row of fewer),
+   their bests' tokens scaled to all rows, within 0.8 of the budget. A pass that finds the budget binds
+   stops only once the rows' bests pass it, near the end where they take about the budget (the
+   uncorrelated class: a fifth of the solve, wasted), so the rest wait for the hulls, which tell it
+   exactly (solve); a sample that misjudges costs time, never the answer. */
+static int fits_likely(const Problem *P) {
+    Py_ssize_t n = P->n, count = n < FITS_SAMPLE ? n : FITS_SAMPLE, step = n / (count ? count : 1);
+    int trusted = !(P->width >> 62), ties, bad;
+    int64_t sample = 0, v, w;
+    for (Py_ssize_t a = 0; a < count; a++) {
+        best_level(P, a * step, trusted, &v, &w, &ties, &bad);
+        sample += w;
+    }
+    return (double)sample * ((double)n / (double)(count ? count : 1)) <= 0.8 * (double)P->capacity;
+}
 
 static long fits_all(const Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int64_t *value, int64_t *tokens) {
     Py_ssize_t n = P->n, k = P->k;
@@ -1573,25 +1589,14 @@ static long fits_all(const Problem *P, int64_t *choice, uint8_t *keep, int64_t *
     int ties, bad;
     /* the scaling's width says no usable level has negative tokens (nor, scaled, a value of 0) */
     int trusted = !(P->width >> 62);
-    /* where the budget binds, the pass below stops only once the rows' bests pass it (half of them on
-       the correlated classes): a sample of rows spread over the input first, and where their bests
-       scaled to every row take a quarter more than the budget, the full path answers at once (a
-       sample that misjudges costs time, never the answer) */
-    if (n >= 4 * FITS_SAMPLE) {
-        int64_t sample = 0;
-        for (Py_ssize_t a = 0; a < FITS_SAMPLE; a++) {
-            best_level(P, a * (n / FITS_SAMPLE), trusted, &v, &w, &ties, &bad);
-            sample += w;
-        }
-        if ((double)sample * ((double)n / FITS_SAMPLE) > 1.25 * (double)P->capacity) return -1;
-    }
     /* choice[i] holds the pick and, past bit 32, whether another level is as valuable, until the
        second pass */
     for (Py_ssize_t i = 0; i < n; i++) {
         int pick = best_level(P, i, trusted, &v, &w, &ties, &bad);
-        used += w;
-        worth += v;
-        if (bad || used > P->capacity) return -1;
+        /* (raw arrays may hold sums past 64 bits: the full path answers them) */
+        if (bad | __builtin_add_overflow(used, w, &used) | __builtin_add_overflow(worth, v, &worth)
+            || used > P->capacity)
+            return -1;
         choice[i] = pick | (int64_t)ties << 32;
     }
     long n_free = 0;
@@ -1641,10 +1646,12 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
 
     /* the sums of tokens below (of levels that fit the capacity, over all rows) stay in 64 bits */
     if ((i128)n * P->capacity >= ((i128)1 << 62)) return 1;
-    if (P->shortcut) {
+    /* (not for the optimum alone, bounded_ties < 0: no reduction nor tie rule there) */
+    int shortcut = P->shortcut && bounded_ties >= 0;
+    if (shortcut && fits_likely(P)) {
         int64_t value, tokens;
         long n_free = fits_all(P, choice, keep, core, &value, &tokens);
-        if (n_free >= 0) {
+        if (n_free >= 0) {  /* no hull taken: their counts -1 */
             *info = (Info){{0, 1, 0, value, tokens, -1, -1, 0, n_free, 1, 0, 0, 0, 0}, (double)value};
             rc = 0;
             goto done;
@@ -1706,6 +1713,17 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
             inc[m] = increment(hw[t] - hw[t - 1], hv[t] - hv[t - 1]);
             total += inc[m].ds;
             m++;
+        }
+    }
+    /* the hulls' top vertices fit: lambda = 0, the shortcut's answer (where fits_likely did not try it) */
+    if (shortcut && total <= P->capacity) {
+        int64_t value, tokens;
+        long n_free = fits_all(P, choice, keep, core, &value, &tokens);
+        if (n_free >= 0) {
+            *info = (Info){{0, 1, 0, value, tokens, on_hull, usable_levels - on_hull, 0, n_free, 1, 0, 0, 0, n},
+                           (double)value};
+            rc = 0;
+            goto done;
         }
     }
     /* 2. the LP split and the floor */
@@ -3248,7 +3266,8 @@ static PyMethodDef methods[] = {
      "info, or None past the limit (bounded_ties -1: the optimum only, no reduction nor tie rule; 2: as 1 with the tail "
      "by Pareto layers only; banded: -1 by the row count, 0 every hull, 1 band or tied split, 4 tied split only; tests: "
      "2 band forced, 3 a band one sample increment wide; shortcut: where the budget binds no row, the answer without "
-     "hulls, as solve_arrays and solve_job take it; info's hull counts are -1 where a band or the shortcut was taken)"},
+     "search, as solve_arrays and solve_job take it; info's hull counts are -1 where a band was taken or the shortcut "
+     "before the hulls)"},
     {"solve_arrays", kernel_solve_arrays, METH_VARARGS,
      "solve_arrays(n, k, tokens, utility, mask|None, budget, price, limit, bounded_ties, max_utility, choice) -> "
      "(objective, tokens_used, tie_rule), or None where the Python path answers"},

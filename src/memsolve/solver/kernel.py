@@ -39,7 +39,7 @@ class KernelResult:
     value: int  # V*, scaled
     tokens: int  # W*: the fewest tokens of an allocation worth V*
     hull_levels: int | None  # None: not counted (the band spared rows their hull, _kernel.c: banded_split;
-    # or the budget bound no row: fits_all)
+    # or the budget bound no row and a sample said so before the hulls: fits_likely; hull_rows is then 0)
     lp_dominated: int | None
     searched_rows: int  # rows the optimum search enumerated
     tie_rule: bool  # False: too many tied optima to order by fidelity; this is one of them
@@ -70,8 +70,9 @@ def solve_kernel(
     has generated 65,536 states, from the first state, and the count cut (tried where the search
     passes its state limit) on the first incumbent: for tests, on instances exhaustive search
     reaches. ``shortcut``: where the budget binds no record (each at its most valuable level fits), that
-    allocation without hulls or search, as ``solve_job`` and ``solve_arrays`` take it (the result's
-    hull counts are then None); False for tests that compare the hulls.
+    allocation without search, as ``solve_job`` and ``solve_arrays`` take it (before the hulls where a
+    sample of records says so: the result's hull counts are then None); False for tests that compare
+    the hulls.
     """
     kernel = native.module()
     assert kernel is not None
