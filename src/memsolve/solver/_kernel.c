@@ -118,6 +118,9 @@ static inline Increment increment(int64_t ds, int64_t dv) {
 #define SPLIT_SAMPLES 64  /* the split's sample of increments */
 #define SPLIT_MARGIN 4    /* ... and how many of them either side of the estimate bound the band */
 #endif
+#define SPLIT_NARROW 512     /* rounds of two sampled pivots while the range holds more than this many
+                                 increments (quickselect's compares go either way at random: a mispredicted
+                                 branch each; the rounds' passes have none) */
 #define SPLIT_WIDE 65536      /* past this many increments in the range: */
 #define SPLIT_WIDE_SAMPLES 256 /* a larger sample (the tokens of memory-shaped rows' increments spread */
 #define SPLIT_WIDE_MARGIN 12   /* over 1 to 2,000: 64 missed the split there, a second pass over 70 %) */
@@ -159,7 +162,7 @@ static int split_increment(Increment *inc, size_t m, int64_t cap, int64_t total,
     /* while the range is large: two pivots around the split's position in a sorted sample, one
        pass that sums the weight above them and copies out the band between them (usually
        where the split is: the next round works on a few percent of the range) */
-    while (hi - lo > 4096) {
+    while (hi - lo > SPLIT_NARROW) {
         Increment sample[SPLIT_WIDE_SAMPLES];
         size_t len = hi - lo;
         int samples = len > SPLIT_WIDE ? SPLIT_WIDE_SAMPLES : SPLIT_SAMPLES;
@@ -179,6 +182,9 @@ static int split_increment(Increment *inc, size_t m, int64_t cap, int64_t total,
         }
         Increment top = sample[at >= margin ? at - margin : 0];
         Increment bottom = sample[at + margin <= samples - 1 ? at + margin : samples - 1];
+        /* a band of one efficiency (a block of ties around the split, the correlated classes) keeps most
+           of a smaller range: quickselect's three-way pass takes such a block at once */
+        if (len <= 4096 && compare_efficiency(&top, &bottom) == 0) break;
         int64_t w_above = 0, w_band = 0;
         size_t n_above = 0, n_band = 0;
         /* without branches (the groups come in no order): the band copied from the front of
