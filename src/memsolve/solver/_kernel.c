@@ -645,7 +645,8 @@ typedef struct {
     size_t size, from, to;
     Shift shift[64];
     size_t cursor[64];
-    int s;
+    int64_t head_w[64], head_v[64];  /* each copy's next point (INT64_MAX tokens: used up), once primed */
+    int s, primed;
     int64_t maxv;
     int started;
 } Merge;
@@ -656,20 +657,42 @@ static inline void merge_add(Merge *m, int64_t dw, int64_t dv, int32_t option) {
     m->s++;
 }
 
+/* Copy a's next point into its head (the layer is in place by now). */
+static inline void merge_head(Merge *m, int a) {
+    size_t c = m->cursor[a];
+    if (c < m->to) {  /* (a branch: past the layer's end is no point to read) */
+        const int64_t *point = (const int64_t *)(m->layer + c * m->size);
+        m->head_w[a] = point[0] + m->shift[a].dw;
+        m->head_v[a] = point[1] + m->shift[a].dv;
+    } else {
+        m->head_w[a] = INT64_MAX;
+        m->head_v[a] = 0;
+    }
+}
+
 /* The next undominated point into *w, *v, and the index in the layer of the point it shifts:
-   returns which copy it comes from, or -1 when all are used up. */
+   returns which copy it comes from, or -1 when all are used up. Each copy's next point is kept
+   (only the chosen copy's moves), and the first of the least (tokens, then most value) is chosen
+   by selects, not branches (the copies' points interleave at random). */
 static inline int merge_next(Merge *m, int64_t *w, int64_t *v, size_t *at) {
+    if (!m->primed) {
+        for (int a = 0; a < m->s; a++) merge_head(m, a);
+        m->primed = 1;
+    }
+    if (!m->s) return -1;
     for (;;) {
-        int pick = -1;
-        int64_t bw = 0, bv = 0;
-        for (int a = 0; a < m->s; a++) {
-            if (m->cursor[a] >= m->to) continue;
-            const int64_t *point = (const int64_t *)(m->layer + m->cursor[a] * m->size);
-            int64_t cw = point[0] + m->shift[a].dw, cv = point[1] + m->shift[a].dv;
-            if (pick < 0 || cw < bw || (cw == bw && cv > bv)) { pick = a; bw = cw; bv = cv; }
+        int pick = 0;
+        int64_t bw = m->head_w[0], bv = m->head_v[0];
+        for (int a = 1; a < m->s; a++) {
+            int64_t cw = m->head_w[a], cv = m->head_v[a];
+            int better = (cw < bw) | ((cw == bw) & (cv > bv));
+            pick = better ? a : pick;
+            bw = better ? cw : bw;
+            bv = better ? cv : bv;
         }
-        if (pick < 0) return -1;
+        if (bw == INT64_MAX) return -1;
         *at = m->cursor[pick]++;
+        merge_head(m, pick);
         if (m->started && bv <= m->maxv) continue;  /* dominated: no more value for no fewer tokens */
         m->started = 1;
         m->maxv = bv;
