@@ -2984,7 +2984,7 @@ __attribute__((target("avx2"))) static int scale_usual_avx2(size_t cells, const 
     const __m256i v_budget = _mm256_set1_epi64x(budget), zero = _mm256_setzero_si256();
     const __m256i all = _mm256_cmpeq_epi64(zero, zero);
     __m256d refused = v_zero, sum4 = v_zero;
-    __m256i wide4 = zero;  /* a lane redone below may add its first numbers too: the width only grows */
+    __m256i wide4 = zero;  /* (the lanes redone below add theirs) */
     uint64_t width_one = 0;
     double sum_one = 0.0;
     int refused_one = 0;
@@ -3010,13 +3010,16 @@ __attribute__((target("avx2"))) static int scale_usual_avx2(size_t cells, const 
         __m256d Td = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(T, v_two52_bits)), v_two52);
         __m256d net = _mm256_and_pd(_mm256_sub_pd(U, _mm256_mul_pd(v_price, Td)),
                                     _mm256_castsi256_pd(_mm256_andnot_si256(negative, offered)));
-        sum4 = _mm256_add_pd(sum4, _mm256_max_pd(net, v_zero));  /* (a NaN net, refused, leaves its 0) */
         __m256d at = _mm256_mul_pd(net, v_usual);
         __m256i V = _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(at, v_round)), v_round_bits);
-        int inside = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_and_pd(at, v_abs), v_limit, _CMP_LT_OQ));
+        __m256d inside4 = _mm256_cmp_pd(_mm256_and_pd(at, v_abs), v_limit, _CMP_LT_OQ);
+        int inside = _mm256_movemask_pd(inside4);
+        /* the lanes redone below add their own (a NaN net, refused, leaves its 0) */
+        sum4 = _mm256_add_pd(sum4, _mm256_max_pd(_mm256_and_pd(net, inside4), v_zero));
         _mm256_storeu_si256((__m256i *)(values + j), V);
         __m256i on_v = _mm256_and_si256(offered, _mm256_cmpgt_epi64(V, zero));
-        wide4 = _mm256_or_si256(wide4, _mm256_and_si256(on_v, _mm256_or_si256(T, V)));
+        wide4 = _mm256_or_si256(wide4, _mm256_and_si256(_mm256_and_si256(on_v, _mm256_castpd_si256(inside4)),
+                                                        _mm256_or_si256(T, V)));
         int flags = _mm256_movemask_pd(_mm256_castsi256_pd(on_v));
         memcpy(usable + j, &FLAG_BYTES[flags], 4);
         int redo = (~inside | _mm256_movemask_pd(_mm256_castsi256_pd(negative))) & 15;
@@ -3076,7 +3079,8 @@ static int scale_values(Py_ssize_t n, Py_ssize_t k, const int64_t *t, const doub
         refused = scale_usual_avx2(cells, t, u, mask, budget, price, max_utility, usual, values, usable, width,
                                    &positive);
         /* the rows' bests sum to at most the positive net values' sum (each best is one of its row's, or
-           0), the computed sums within far less than 2**-20 of the exact ones: where that bound times
+           0), the computed sums within far less than 2**-20 of the exact ones (four lanes summed in turn:
+           up to about 10**10 levels, far past any array here): where that bound times
            the usual factor stays below 2**52, so does numpy's sum of the bests, and the factor is the
            usual one (a NaN bound asks the rows) */
         bests = !(positive * usual * (1.0 + 0x1p-20) < room);
