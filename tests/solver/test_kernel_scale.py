@@ -255,3 +255,28 @@ def test_the_factor_where_the_positive_sum_and_the_bests_disagree(share, on, vec
     assert (expected.scale == 1e6) == (share < 1.0)
     assert out[0] == expected.scale
     assert np.array_equal(values, expected.values) and np.array_equal(usable.view(bool), expected.usable)
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_the_second_pass_hands_the_kernel_its_own_width(on, vectors) -> None:
+    """A level worth 4e12 or more passes 4e18 at the usual factor: the first pass leaves it unusable (0),
+    the sum of the bests calls for a factor near 1,100, and the second pass makes it usable at about 2**52.
+    Its width must be the second pass's: with the first pass's, the kernel would take that record's
+    products with lambda in 64 bits, and they wrap (12 of these 30 instances then answered otherwise).
+    The one call must answer as the kernel does on numpy's scaling, which it is not told the width of."""
+    vectors(on)
+    for seed in range(30):
+        rng = np.random.default_rng(seed)
+        n, k = 300, 4
+        tokens = rng.integers(1, 5000, size=(n, k)).astype(np.int64)
+        utility = rng.random((n, k)) * 1000
+        utility[0, 0] = 4e12 * (1 + rng.random())
+        budget = int(tokens.min(axis=1).sum() * 2)
+        expected = scale(make_instance(tokens, utility, budget))
+        assert expected.scale < 1e6 and expected.values[0, 0] > 2**51
+        found, choice = _one_call(tokens, utility, budget, 0.0, None)
+        every = np.empty(n, np.int64), np.empty((n, k + 1), np.uint8), np.empty(n, np.int64)
+        info = KERNEL.solve(n, k, tokens, np.ascontiguousarray(expected.values),
+                            np.ascontiguousarray(expected.usable).view(np.uint8), budget, *every, 1)
+        assert found is not None and info is not None
+        assert choice == every[0].tolist(), seed
