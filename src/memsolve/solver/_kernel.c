@@ -1570,17 +1570,9 @@ static void lowest_terms(Problem *P) {
    tail rows, rows given a hull. */
 typedef struct { int64_t v[14]; double upper; } Info;
 
-/* Where the budget binds no row: each row's most valuable level, the lightest of those, the first of
-   equals (delete where no level is usable), fits with every other row's. Then the LP split is at
-   lambda = 0 (each row at its hull's top vertex), that allocation is the optimum (V*, W*) and the only
-   one worth it (each row at its own best value and fewest tokens), so it is also the tie rule's; the
-   reduction keeps what the bound at lambda = 0 keeps: every level as valuable as its row's best, in
-   rows where two are. Writes choice, keep and core and returns the free rows, or -1 where the budget
-   binds (or a usable level is worth nothing or has negative tokens: raw arrays; the caller goes on). */
 /* Row i's most valuable usable level, the lightest of those, the first of equals (k: delete, no level
    usable): its value, tokens, and whether another level is as valuable; *bad where a usable level has
-   negative tokens or no value (raw arrays; not where the scaling says so: trusted). Without branches on
-   the levels (no order among them on Pisinger's classes). */
+   negative tokens or no value (raw arrays; not where the scaling says so: trusted). */
 static inline int best_level(const Problem *P, Py_ssize_t i, int trusted, int64_t *value, int64_t *tokens,
                              int *ties_out, int *bad_out) {
     Py_ssize_t k = P->k;
@@ -1620,6 +1612,13 @@ static int fits_likely(const Problem *P) {
     return (double)sample * ((double)n / (double)(count ? count : 1)) <= 0.8 * (double)P->capacity;
 }
 
+/* Where the budget binds no row: each row's most valuable level, the lightest of those, the first of
+   equals (delete where no level is usable), fits with every other row's. Then the LP split is at
+   lambda = 0 (each row at its hull's top vertex), that allocation is the optimum (V*, W*) and the only
+   one worth it (each row at its own best value and fewest tokens), so it is also the tie rule's; the
+   reduction keeps what the bound at lambda = 0 keeps: every level as valuable as its row's best, in
+   rows where two are. Writes choice, keep and core and returns the free rows, or -1 where the budget
+   binds (or a usable level is worth nothing or has negative tokens: raw arrays; the caller goes on). */
 static long fits_all(const Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int64_t *value, int64_t *tokens) {
     Py_ssize_t n = P->n, k = P->k;
     int64_t used = 0, worth = 0, v, w;
