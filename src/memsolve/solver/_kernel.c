@@ -1596,6 +1596,9 @@ static inline int best_level(const Problem *P, Py_ssize_t i, int trusted, int64_
 
 #define FITS_SAMPLE 64  /* rows whose best levels say whether to try them all before the hulls */
 
+/* The scaling's width says no usable level has negative tokens (nor, scaled, a value of 0). */
+static inline int width_trusted(const Problem *P) { return !(P->width >> 62); }
+
 /* Whether the budget likely binds no row: FITS_SAMPLE rows spread over the input (every row of fewer),
    their bests' tokens scaled to all rows, within 0.8 of the budget. A pass that finds the budget binds
    stops only once the rows' bests pass it, near the end where they take about the budget (the
@@ -1603,7 +1606,7 @@ static inline int best_level(const Problem *P, Py_ssize_t i, int trusted, int64_
    exactly (solve); a sample that misjudges costs time, never the answer. */
 static int fits_likely(const Problem *P) {
     Py_ssize_t n = P->n, count = n < FITS_SAMPLE ? n : FITS_SAMPLE, step = n / (count ? count : 1);
-    int trusted = !(P->width >> 62), ties, bad;
+    int trusted = width_trusted(P), ties, bad;
     int64_t sample = 0, v, w;
     for (Py_ssize_t a = 0; a < count; a++) {
         best_level(P, a * step, trusted, &v, &w, &ties, &bad);
@@ -1622,9 +1625,7 @@ static int fits_likely(const Problem *P) {
 static long fits_all(const Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int64_t *value, int64_t *tokens) {
     Py_ssize_t n = P->n, k = P->k;
     int64_t used = 0, worth = 0, v, w;
-    int ties, bad;
-    /* the scaling's width says no usable level has negative tokens (nor, scaled, a value of 0) */
-    int trusted = !(P->width >> 62);
+    int ties, bad, trusted = width_trusted(P);
     /* choice[i] holds the pick and, past bit 32, whether another level is as valuable, until the
        second pass */
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -3090,16 +3091,10 @@ static int scale_values(Py_ssize_t n, Py_ssize_t k, const int64_t *t, const doub
     double factor = usual;
     if (bests) {
 #ifdef VECTOR_SCALING
-        if (vectors_on())  /* the rows' bests, as scale_usual takes them */
-            for (Py_ssize_t i = 0; i < n; i++) {
-                double top = 0.0;
-                for (size_t j = (size_t)i * (size_t)k; j < (size_t)(i + 1) * (size_t)k; j++) {
-                    int offered = (!mask || mask[j]) && t[j] <= budget;
-                    double net = offered ? u[j] - price * (double)t[j] : 0.0;
-                    if (offered && net > top) top = net;
-                }
-                best[i] = top;
-            }
+        /* the rows' bests from the scalar pass, which also writes the same values, flags and width again
+           (only where the factor is in doubt, mostly followed by the second pass below anyway) */
+        if (vectors_on())
+            scale_usual(n, k, t, u, mask, budget, price, 0, max_utility, usual, best, values, usable, width);
 #endif
         double total = n ? pairwise_sum(best, (size_t)n) : 0.0;
         factor = total * usual < room ? usual : room / total;
