@@ -1,11 +1,12 @@
 """Exact solves of the core left by :mod:`.reduce`, under the same tie rule as the dense DP.
 
-Without a count limit the core is solved by a sparse DP over Pareto sets of (tokens, value)
-states, rows processed last to first, each state pruned when even the Lagrangian bound of the
-rows still to come cannot reach the incumbent. Reconstruction runs first to last and gives each
-row the highest fidelity that still completes an optimal allocation, as the dense DP does.
-With a count limit the core is handed to the dense DP (its table includes the count) when
-small enough, else to CP-SAT.
+The core is solved by a sparse DP over Pareto sets of (tokens, value) states, rows processed
+last to first, each state pruned when even the Lagrangian bound of the rows still to come cannot
+reach the incumbent. Reconstruction runs first to last and gives each row the highest fidelity
+that still completes an optimal allocation, as the dense DP does. A binding count limit adds the
+count to the state (a Pareto set per count) and its price μ to the bound; a core too large for
+the sparse DP goes to the dense DP (its table includes the count) when small enough, else to
+CP-SAT.
 
 When the compiled kernel is built (:mod:`.kernel`), the engines use :func:`solve_kernel_reduced`
 instead: the same reductions and tie rule in C, with an expanding core, and a binding count limit
@@ -23,7 +24,7 @@ from ..errors import SolverError
 from .cpsat import solve_cpsat
 from .dp import solve_dp as dense_dp
 from .instance import OPTIMAL, SKIPPED, Instance, Scaled, Solution, make_solution, scaled_value
-from .kernel import Evaluated, KernelResult, solve_kernel_counted
+from .kernel import Evaluated, KernelResult, solve_kernel, solve_kernel_counted
 from .reduce import Reduction, Relaxation, closest_rows, fix, relax
 
 # The sparse DP declines a core (CP-SAT takes it, under its time limit) past these sizes.
@@ -111,6 +112,84 @@ def pareto_dp(sub: Instance, scaled: Scaled, delete_ok: np.ndarray, multiplier: 
     return choice
 
 
+def pareto_dp_counted(
+    sub: Instance, scaled: Scaled, delete_ok: np.ndarray, multiplier: float, count_price: float, floor: int
+) -> np.ndarray:
+    """Tie-rule optimum of a core that keeps at most ``sub.max_records`` rows (the dense DP's rule:
+    most value, then fewest tokens, then each row's highest fidelity in input order); raises
+    CoreTooLarge past MAX_STATES or MAX_WORK.
+
+    The states of rows i..n-1 are (tokens, count, value): for each count, the Pareto set in
+    (tokens, value). A state is pruned when the Lagrangian bound with λ per token and μ per kept
+    record, v + λ(capacity − w) + μ(limit − c) + Σ_{rows < i} max_j (v_ij − λ s_ij − μ), falls
+    below ``floor`` (any λ, μ ≥ 0 give a valid bound). No optimum is lost: its suffixes are never
+    dominated by a state of the same count (that would make a better or lighter allocation).
+    """
+    n, capacity, limit = sub.n, sub.budget, sub.max_records
+    assert limit is not None
+    best = np.where(scaled.usable, scaled.values - multiplier * sub.tokens - count_price, -np.inf)
+    best = best.max(axis=1, initial=-np.inf)
+    best = np.where(delete_ok, np.maximum(best, 0.0), best)
+    reduced_best = np.zeros(n + 1)
+    reduced_best[1:] = np.cumsum(best)
+    slack = 1e-9 * (abs(float(reduced_best[-1])) + multiplier * capacity + count_price * limit) + 1.0
+
+    states: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = [None] * (n + 1)  # type: ignore[list-item]
+    w = np.zeros(1, dtype=np.int64)
+    c = np.zeros(1, dtype=np.int64)
+    v = np.zeros(1, dtype=np.int64)
+    states[n] = (w, c, v)
+    work = 0
+    for row in range(n - 1, -1, -1):
+        levels = np.flatnonzero(scaled.usable[row]).tolist()
+        parts = [(w + int(sub.tokens[row, j]), c + 1, v + int(scaled.values[row, j])) for j in levels]
+        if delete_ok[row]:
+            parts.append((w, c, v))
+        cw, cc, cv = (np.concatenate(column) for column in zip(*parts))
+        work += cw.size
+        if work > MAX_WORK:
+            raise CoreTooLarge(f"more than {MAX_WORK:,} candidate states")
+        bound = cv + multiplier * (capacity - cw) + count_price * (limit - cc) + reduced_best[row]
+        ok = (cw <= capacity) & (cc <= limit) & (bound >= floor - slack)
+        cw, cc, cv = cw[ok], cc[ok], cv[ok]
+        # per count, tokens ascending and value descending: a state stays when it is worth more
+        # than every lighter (or as light) state of its count. The value's rank, offset by the
+        # count, makes one running maximum serve every count at once.
+        order = np.lexsort((-cv, cw, cc))
+        cw, cc, cv = cw[order], cc[order], cv[order]
+        rank = np.unique(cv, return_inverse=True)[1].reshape(-1)
+        key = cc * (cv.size + 1) + rank
+        front = np.ones(cv.size, dtype=bool)
+        front[1:] = key[1:] > np.maximum.accumulate(key)[:-1]
+        w, c, v = cw[front], cc[front], cv[front]
+        if w.size > MAX_STATES:
+            raise CoreTooLarge(f"{w.size:,} Pareto states")
+        states[row] = (w, c, v)
+
+    choice = np.full(n, -1, dtype=np.int64)
+    w0, _, v0 = states[0]
+    top = int(v0.max())
+    target_w, target_v, room = int(w0[v0 == top].min()), top, limit
+    for row in range(n):
+        nw, nc, nv = states[row + 1]
+        order = np.lexsort((nc, nv, nw))  # (tokens, value) with the fewest records first
+        nw, nc, nv = nw[order], nc[order], nv[order]
+        options = np.flatnonzero(scaled.usable[row]).tolist() + ([-1] if delete_ok[row] else [])
+        for j in options:  # highest fidelity first, delete last
+            dw = int(sub.tokens[row, j]) if j >= 0 else 0
+            dv = int(scaled.values[row, j]) if j >= 0 else 0
+            kept = int(j >= 0)
+            lo, hi = np.searchsorted(nw, [target_w - dw, target_w - dw + 1])
+            at = int(lo + np.searchsorted(nv[lo:hi], target_v - dv))
+            if at < hi and nv[at] == target_v - dv and nc[at] <= room - kept:
+                choice[row] = j
+                target_w, target_v, room = target_w - dw, target_v - dv, room - kept
+                break
+        else:  # pragma: no cover - the states always contain the optimum's suffixes
+            raise AssertionError("core reconstruction lost the optimum")
+    return choice
+
+
 UNFIXABLE_CORE = 500  # rows
 GUESS_ROWS = (4, 12)  # rows searched, in turn, to find a strong incumbent (measured best of 5 variants)
 
@@ -127,18 +206,19 @@ def reduce_instance(
     lp = relax(instance, scaled)
     incumbent = lp.floor
     limit = instance.max_records
-    if limit is not None and int((incumbent >= 0).sum()) > limit:
-        # the LP floor breaks the count limit: keep its `limit` most valuable records
-        rows = np.flatnonzero(incumbent >= 0)
-        gain = lp.reduced[incumbent[rows], rows]
-        cut = incumbent.copy()
-        cut[rows[np.argsort(-gain, kind="stable")[limit:]]] = -1
-        incumbent = cut
-        if greedy_choice is not None and scaled_value(scaled, greedy_choice) > scaled_value(scaled, incumbent):
-            incumbent = greedy_choice
-        lagrangian = _lagrangian_allocation(instance, lp)
-        if scaled_value(scaled, lagrangian) > scaled_value(scaled, incumbent):
-            incumbent = lagrangian
+    if limit is not None:
+        if int((incumbent >= 0).sum()) > limit:
+            # the LP floor breaks the count limit: keep its `limit` most valuable records
+            rows = np.flatnonzero(incumbent >= 0)
+            gain = lp.reduced[incumbent[rows], rows]
+            incumbent = incumbent.copy()
+            incumbent[rows[np.argsort(-gain, kind="stable")[limit:]]] = -1
+        # each start filled into the room it leaves; the first of the most valuable
+        starts = [incumbent, _lagrangian_allocation(instance, lp)]
+        if greedy_choice is not None:
+            starts.append(greedy_choice)
+        filled = [_fill(instance, scaled, lp, start) for start in starts]
+        incumbent = max(filled, key=lambda choice: scaled_value(scaled, choice))
     red = fix(lp, scaled, incumbent)
     # small guesses first: each better incumbent makes the next, larger search prune harder
     for rows in GUESS_ROWS:
@@ -171,6 +251,41 @@ def _lagrangian_allocation(instance: Instance, lp: Relaxation) -> np.ndarray:
     return choice
 
 
+FILL_MOVES = 20_000  # candidate moves _fill tries, least reduced-cost loss first
+
+
+def _fill(instance: Instance, scaled: Scaled, lp: Relaxation, choice: np.ndarray) -> np.ndarray:
+    """A feasible allocation improved by single-row moves into the tokens and records it leaves
+    free (or that a move frees), each gaining value, taken in order of their loss at (λ, μ): the
+    cut and greedy allocations under a count limit often leave a record's place or some tokens
+    unused, and a weak incumbent leaves a large core."""
+    n, k = instance.n, instance.k
+    choice = np.asarray(choice, dtype=np.int64).copy()
+    at = np.where(choice >= 0, choice, k)
+    rows = np.arange(n)
+    sizes = np.zeros((n, k + 1), dtype=np.int64)
+    sizes[:, :k] = instance.tokens
+    values = np.zeros((n, k + 1), dtype=np.int64)
+    values[:, :k] = np.where(scaled.usable, scaled.values, 0)
+    offered = np.ones((n, k + 1), dtype=bool)
+    offered[:, :k] = scaled.usable
+    reduced = np.where(lp.usable, lp.reduced, -np.inf).T
+    gain = values - values[rows, at][:, None]
+    loss = reduced[rows, at][:, None] - reduced
+    move_rows, move_levels = np.nonzero(offered & (gain > 0))
+    order = np.argsort(loss[move_rows, move_levels], kind="stable")[:FILL_MOVES]
+    used = int(sizes[rows, at].sum())
+    kept = int((at < k).sum())
+    limit = n if instance.max_records is None else instance.max_records
+    for i, j in zip(move_rows[order].tolist(), move_levels[order].tolist()):
+        now = int(at[i])
+        dw = int(sizes[i, j] - sizes[i, now])
+        dc = int(j < k) - int(now < k)
+        if values[i, j] > values[i, now] and used + dw <= instance.budget and kept + dc <= limit:
+            at[i], used, kept = j, used + dw, kept + dc
+    return np.where(at == k, -1, at)
+
+
 def _outside(incumbent: np.ndarray, guess: np.ndarray) -> np.ndarray:
     fixed = incumbent.copy()
     fixed[guess] = -1
@@ -185,8 +300,9 @@ def _keep_guess(keep: np.ndarray, guess: np.ndarray, incumbent: np.ndarray, k: i
     return out
 
 
-def _solve_core(instance: Instance, scaled: Scaled, red: Reduction) -> np.ndarray | None:
-    """The full allocation with the core solved exactly, or None when no DP can take the core."""
+def _solve_core(instance: Instance, scaled: Scaled, red: Reduction, *, dense: bool = True) -> np.ndarray | None:
+    """The full allocation with the core solved exactly, or None when no DP can take the core
+    (``dense``: the dense DP may try a core too large for the sparse one)."""
     choice = red.fixed_choice.copy()
     if not red.core.size:
         return choice
@@ -195,16 +311,23 @@ def _solve_core(instance: Instance, scaled: Scaled, red: Reduction) -> np.ndarra
     # when bound fixing could not shrink a large instance (Pisinger's correlated classes), the
     # Pareto sets explode; CP-SAT is measured faster there, so the DP does not try
     unfixable = red.core.size > UNFIXABLE_CORE and 2 * red.core.size > instance.n
-    if not unfixable and (sub.max_records is None or sub.max_records >= sub.n):
+    if sub.max_records is not None and sub.max_records >= sub.n:
         sub = replace(sub, max_records=None)
+    if not unfixable:
         start = red.incumbent[red.core]
         rows = np.flatnonzero(start >= 0)
         floor = int(sub_scaled.values[rows, start[rows]].sum())
+        delete_ok = red.keep[red.core, instance.k]
         try:
-            core_choice = pareto_dp(sub, sub_scaled, red.keep[red.core, instance.k], red.multiplier, floor)
+            if sub.max_records is None:
+                core_choice = pareto_dp(sub, sub_scaled, delete_ok, red.multiplier, floor)
+            else:
+                core_choice = pareto_dp_counted(sub, sub_scaled, delete_ok, red.multiplier, red.count_price, floor)
         except CoreTooLarge:
             core_choice = None
     if core_choice is None:
+        if not dense:
+            return None
         core_choice = _dense_core(sub, sub_scaled)
         if core_choice is None and sub.max_records is not None:
             # the table with a count dimension is too large; without it, the core's tie-rule
@@ -252,7 +375,17 @@ def solve_kernel_reduced(
     :func:`.kernel.applies` first. ``free``: the unlimited solve and its allocation's worth, when
     the caller has them (:func:`.kernel.solve_job`).
     """
-    found = solve_kernel_counted(instance, scaled, bounded_ties=bounded_ties, free=free[0] if free else None)
+    unlimited = free[0] if free else None
+    if instance.max_records is not None:
+        if unlimited is None:
+            unlimited = solve_kernel(instance, scaled, bounded_ties=bounded_ties)
+            if unlimited is None:
+                return None
+        if int((unlimited.choice >= 0).sum()) > instance.max_records:
+            counted = _solve_counted(instance, scaled)
+            if counted is not None:
+                return counted
+    found = solve_kernel_counted(instance, scaled, bounded_ties=bounded_ties, free=unlimited)
     if found is None:
         return None
     result, price = found
@@ -270,6 +403,7 @@ def solve_kernel_reduced(
         fixed_choice=fixed_choice,
         hull_levels=result.hull_levels,
         lp_dominated=result.lp_dominated,
+        count_price=float(price),
     )
     detail = f"core {reduction.core.size} of {instance.n} records"
     if price:
@@ -288,6 +422,20 @@ def solve_kernel_reduced(
             f"allocation is worth {solution.scaled_objective} with {solution.tokens_used}"
         )
     return replace(solution, bound=solution.objective), reduction
+
+
+def _solve_counted(instance: Instance, scaled: Scaled) -> tuple[Solution, Reduction] | None:
+    """A binding count limit by the numpy reduction at (λ, μ) and the counted sparse DP on its
+    core, or None where that core is too large for it. Tried before the kernel's prices: where a
+    level is worth exactly the price or the count jumps past the limit (uncorrelated and weakly
+    correlated classes) the prices fail after up to MAX_PRICES kernel solves."""
+    red = reduce_instance(instance, scaled)
+    choice = _solve_core(instance, scaled, red, dense=False)
+    if choice is None:
+        return None
+    detail = f"core {red.core.size} of {instance.n} records; count limit by the counted DP"
+    solution = make_solution(instance, scaled, choice, OPTIMAL, "dp", detail=detail)
+    return replace(solution, bound=solution.objective), red
 
 
 def _dense_core(sub: Instance, scaled: Scaled) -> np.ndarray | None:

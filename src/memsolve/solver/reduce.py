@@ -58,6 +58,7 @@ class Reduction:
     fixed_choice: np.ndarray  # int64 (n,): the level of every fixed row (-1 delete); core rows -1
     hull_levels: int | None  # levels on the LP hull (all rows); None where the kernel did not count them
     lp_dominated: int | None  # usable levels off the hull
+    count_price: float = 0.0  # μ, the bound's price per kept record under a count limit (scaled value)
 
 
 def _columns(instance: Instance, scaled: Scaled) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -159,17 +160,19 @@ def split_efficiency(eff: np.ndarray, weight: np.ndarray, capacity: float) -> fl
 class Relaxation:
     """The LP relaxation at its optimal multiplier λ*, on (k+1, n) columns (last: delete).
 
-    ``upper_bound``: U(λ*); ``reduced``: (k+1, n), v − λ*·s, -inf where not usable; ``row_best``:
-    (n,); ``floor``: int64 (n,), the LP-floor level per row, -1 delete (a feasible allocation);
-    ``usable``: bool (k+1, n)."""
+    ``upper_bound``: U(λ*, μ); ``reduced``: (k+1, n), v − λ*·s (− μ where kept), -inf where not
+    usable; ``row_best``: (n,); ``floor``: int64 (n,), the LP-floor level per row, -1 delete (a
+    feasible allocation); ``usable``: bool (k+1, n); ``count_price``: μ (0 without a count limit)."""
 
     __slots__ = ("multiplier", "upper_bound", "reduced", "row_best", "floor", "usable", "hull_levels",
-                 "lp_dominated")
+                 "lp_dominated", "count_price")
 
     def __init__(self, multiplier: float, upper_bound: float, reduced: np.ndarray, row_best: np.ndarray,
-                 floor: np.ndarray, usable: np.ndarray, hull_levels: int, lp_dominated: int) -> None:
+                 floor: np.ndarray, usable: np.ndarray, hull_levels: int, lp_dominated: int,
+                 count_price: float = 0.0) -> None:
         self.multiplier, self.upper_bound, self.reduced, self.row_best = multiplier, upper_bound, reduced, row_best
         self.floor, self.usable, self.hull_levels, self.lp_dominated = floor, usable, hull_levels, lp_dominated
+        self.count_price = count_price
 
 
 def relax(instance: Instance, scaled: Scaled) -> Relaxation:
@@ -209,6 +212,7 @@ def relax(instance: Instance, scaled: Scaled) -> Relaxation:
         usable=usable,
         hull_levels=int(on_hull[:k].sum()),
         lp_dominated=int((usable[:k] & ~on_hull[:k]).sum()),
+        count_price=mu,
     )
 
 
@@ -286,6 +290,7 @@ def fix(relaxation: Relaxation, scaled: Scaled, incumbent: np.ndarray) -> Reduct
         fixed_choice=np.where(fixed_choice == k, -1, fixed_choice).astype(np.int64),
         hull_levels=lp.hull_levels,
         lp_dominated=lp.lp_dominated,
+        count_price=lp.count_price,
     )
 
 

@@ -1,0 +1,138 @@
+"""A binding count limit solved by the counted sparse DP (core.pareto_dp_counted) on the core of the
+(λ, μ) reduction: the tie-rule optimum by exhaustive search, the same allocation as the kernel's
+prices where those answer, and CP-SAT's optimum on the generated classes."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memsolve.solver import make_instance, native, scale
+from memsolve.solver.core import _fill, _solve_counted, pareto_dp_counted
+from memsolve.solver.cpsat import solve_cpsat
+from memsolve.solver.instance import scaled_value
+from memsolve.solver.kernel import solve_kernel_counted
+from memsolve.solver.reduce import relax
+
+from ..conftest import needs
+from .helpers import feasible_choices, generated, instances, tie_key
+
+
+def _limited(inst, data):
+    if inst.max_records is None:
+        inst = replace(inst, max_records=data.draw(st.integers(0, max(inst.n, 1))))
+    return inst
+
+
+def _best(inst, scaled) -> tuple[int, ...]:
+    key = tie_key(inst, scaled)
+    return max((c for c in feasible_choices(inst) if key(c) is not None), key=key)
+
+
+@settings(max_examples=300, deadline=None)
+@given(instances(max_n=6, max_k=3, integral=True), st.data())
+def test_counted_dp_is_the_tie_rule_optimum(inst, data) -> None:
+    inst = _limited(inst, data)
+    scaled = scale(inst)
+    best = _best(inst, scaled)
+    every = np.ones(inst.n, dtype=bool)
+    assert tuple(pareto_dp_counted(inst, scaled, every, 0.0, 0.0, 0).tolist()) == best
+    # any λ, μ >= 0 bound every allocation: pruning below the optimum's own value loses nothing
+    lam = data.draw(st.floats(0, 4))
+    mu = data.draw(st.floats(0, 40))
+    floor = scaled_value(scaled, np.array(best, dtype=np.int64))
+    assert tuple(pareto_dp_counted(inst, scaled, every, lam, mu, floor).tolist()) == best
+
+
+def test_counted_dp_keeps_a_lighter_state_that_needs_more_records() -> None:
+    """Rows 2 and 3 (2 tokens, 2 records) are worth what row 1 is (5 tokens, 1 record): neither state
+    dominates the other, and the optimum with the fewest tokens needs the first."""
+    inst = make_instance([[2], [5], [1], [1]], [[10.0], [5.0], [2.0], [3.0]], 7, max_records=3)
+    scaled = scale(inst)
+    every = np.ones(4, dtype=bool)
+    assert pareto_dp_counted(inst, scaled, every, 0.0, 0.0, 0).tolist() == [0, -1, 0, 0] == list(_best(inst, scaled))
+
+
+def test_counted_dp_reconstruction_keeps_to_the_limit() -> None:
+    """Row 0 at its level leaves a suffix worth the rest only with a record the limit no longer
+    allows: the tie rule's preference for keeping row 0 must give way."""
+    inst = make_instance([[1], [2], [1]], [[1.0], [2.0], [1.0]], 2, max_records=1)
+    scaled = scale(inst)
+    every = np.ones(3, dtype=bool)
+    assert pareto_dp_counted(inst, scaled, every, 0.0, 0.0, 0).tolist() == [-1, 0, -1] == list(_best(inst, scaled))
+
+
+@settings(max_examples=200, deadline=None)
+@given(instances(max_n=6, max_k=3), st.data())
+def test_fill_keeps_the_allocation_feasible_and_never_worse(inst, data) -> None:
+    inst = _limited(inst, data)
+    scaled = scale(inst)
+    start = np.array(data.draw(st.sampled_from(list(feasible_choices(inst)))), dtype=np.int64)
+    start = np.where((start >= 0) & ~scaled.usable[np.arange(inst.n), np.maximum(start, 0)], -1, start)
+    filled = _fill(inst, scaled, relax(inst, scaled), start)
+    rows = np.flatnonzero(filled >= 0)
+    assert scaled.usable[rows, filled[rows]].all()
+    assert int(inst.tokens[rows, filled[rows]].sum()) <= inst.budget
+    assert rows.size <= inst.max_records
+    assert scaled_value(scaled, filled) >= scaled_value(scaled, start)
+
+
+def test_fill_takes_the_room_a_cut_allocation_leaves() -> None:
+    inst = make_instance([[4, 1], [4, 1], [4, 1]], [[9.0, 2.0], [8.0, 2.0], [7.0, 2.0]], 9, max_records=2)
+    scaled = scale(inst)
+    filled = _fill(inst, scaled, relax(inst, scaled), np.full(3, -1, dtype=np.int64))
+    assert filled.tolist() == [0, 0, -1]  # the two most valuable records, at full fidelity
+
+
+@pytest.mark.parametrize("budget, limit", [(0, 2), (9, 0)])
+def test_fill_at_zero_budget_or_zero_records_keeps_nothing(budget, limit) -> None:
+    inst = make_instance([[4, 1], [3, 2]], [[9.0, 2.0], [8.0, 3.0]], budget, max_records=limit)
+    scaled = scale(inst)
+    filled = _fill(inst, scaled, relax(inst, scaled), np.full(2, -1, dtype=np.int64))
+    assert filled.tolist() == [-1, -1]
+
+
+def _pisinger(kind: str, n: int, seed: int, limit: int):
+    """issue 18's classes (k = 5, R = 1,000; benchmarks/generators.py) with a count limit."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from generators import generate
+
+    tokens, utility, budget = generate(kind, n, seed)
+    return make_instance(tokens, utility, int(budget), max_records=limit)
+
+
+@pytest.mark.parametrize("kind", ["memory", "uncorrelated", "weakly", "strongly", "subset-sum"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_counted_reduction_meets_cpsat(kind, seed) -> None:
+    inst = _pisinger(kind, 200, seed, 60)
+    scaled = scale(inst)
+    found = _solve_counted(inst, scaled)
+    assert found is not None, "the counted DP should take these cores"
+    solution, red = found
+    assert solution.status == "optimal" and solution.bound == solution.objective
+    assert int((solution.choice >= 0).sum()) <= 60
+    assert solution.tokens_used <= inst.budget
+    assert red.incumbent_value <= solution.scaled_objective <= red.upper_bound + 1e-6 * abs(red.upper_bound)
+    cp = solve_cpsat(inst, scaled, time_limit_s=20)  # the whole instance, no reduction
+    if cp.status == "optimal":
+        assert cp.scaled_objective == solution.scaled_objective
+    else:  # CP-SAT out of time: it may not claim more than the DP proved
+        assert cp.scaled_objective <= solution.scaled_objective
+        assert cp.bound is None or cp.bound >= solution.objective - 1e-9 * (1 + abs(solution.objective))
+
+
+@needs(native.module() is not None, "the compiled kernel")
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_counted_reduction_and_the_kernels_prices_choose_alike(seed) -> None:
+    inst = generated("memory", 400, seed, max_records=80)
+    scaled = scale(inst)
+    priced = solve_kernel_counted(inst, scaled)
+    counted = _solve_counted(inst, scaled)
+    assert priced is not None and counted is not None
+    assert counted[0].choice.tolist() == priced[0].choice.tolist()
