@@ -145,7 +145,7 @@ def pareto_dp_counted(
         parts = [(w + int(sub.tokens[row, j]), c + 1, v + int(scaled.values[row, j])) for j in levels]
         if delete_ok[row]:
             parts.append((w, c, v))
-        cw, cc, cv = (np.concatenate(column) for column in zip(*parts))
+        cw, cc, cv = (np.concatenate(column) for column in zip(*parts, strict=True))
         work += cw.size
         if work > MAX_WORK:
             raise CoreTooLarge(f"more than {MAX_WORK:,} candidate states")
@@ -277,7 +277,7 @@ def _fill(instance: Instance, scaled: Scaled, lp: Relaxation, choice: np.ndarray
     used = int(sizes[rows, at].sum())
     kept = int((at < k).sum())
     limit = n if instance.max_records is None else instance.max_records
-    for i, j in zip(move_rows[order].tolist(), move_levels[order].tolist()):
+    for i, j in zip(move_rows[order].tolist(), move_levels[order].tolist(), strict=True):
         now = int(at[i])
         dw = int(sizes[i, j] - sizes[i, now])
         dc = int(j < k) - int(now < k)
