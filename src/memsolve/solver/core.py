@@ -272,11 +272,19 @@ def _fill(instance: Instance, scaled: Scaled, lp: Relaxation, choice: np.ndarray
     reduced = np.where(lp.usable, lp.reduced, -np.inf).T
     gain = values - values[rows, at][:, None]
     loss = reduced[rows, at][:, None] - reduced
-    move_rows, move_levels = np.nonzero(offered & (gain > 0))
-    order = np.argsort(loss[move_rows, move_levels], kind="stable")[:FILL_MOVES]
     used = int(sizes[rows, at].sum())
     kept = int((at < k).sum())
     limit = n if instance.max_records is None else instance.max_records
+    # the room never grows by more than the moves to lighter levels free, and never in records
+    # (a move that drops a record loses its value): moves past that room are not tried
+    grow = sizes - sizes[rows, at][:, None]
+    can = offered & (gain > 0)
+    room = instance.budget - used + int(-grow[can & (grow < 0)].sum())
+    can &= grow <= room
+    if kept >= limit:
+        can[:, :k] &= (at < k)[:, None]
+    move_rows, move_levels = np.nonzero(can)
+    order = np.argsort(loss[move_rows, move_levels], kind="stable")[:FILL_MOVES]
     for i, j in zip(move_rows[order].tolist(), move_levels[order].tolist(), strict=True):
         now = int(at[i])
         dw = int(sizes[i, j] - sizes[i, now])
