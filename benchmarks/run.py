@@ -3,6 +3,8 @@
     python benchmarks/run.py                        # default table
     python benchmarks/run.py --sizes 100 1000 --classes memory strong --repeat 3
     python benchmarks/run.py --mcknap                # issue 18's table: memsolve against mcknap
+    python benchmarks/run.py --count --classes memory uncorrelated weakly strongly subset-sum \
+        --sizes 1000 10000 100000 --repeat 3        # with a binding count limit (max_records = 30 % of n)
 
 Every row is exactness-checked: each exact engine's objective must equal memsolve's reduced DP
 (to the scaling resolution). Times are milliseconds, best of --repeat, measured in this run;
@@ -166,6 +168,38 @@ def measure(kind: str, n: int, args: argparse.Namespace) -> tuple[list[str], boo
     return cells, exact
 
 
+def count_limited(args: argparse.Namespace) -> int:
+    """Every class with a binding count limit (max_records = 30 % of n at the class's budget):
+    memsolve's exact solve (solve_arrays, engine dp), the engine that answered and its proof, and
+    the (λ, μ) reduction's core; CP-SAT alone on the whole instance beside it where n <= 10,000."""
+    table = Table(title=f"memsolve with a count limit (30 % of n), milliseconds (best of {args.repeat})")
+    for column in ("class", "n", "max_records", "memsolve", "status", "engine", "kept", "core", "plain CP-SAT",
+                   "CP-SAT status", "same value"):
+        table.add_column(column, justify="right")
+    failures = 0
+    for kind in args.classes:
+        for n in args.sizes:
+            tokens, utility, budget = generate(kind, n, args.seed)
+            limit = int(0.3 * n)
+            t_dp, sol = best_of(args.repeat, lambda t=tokens, u=utility, b=int(budget), m=limit:
+                                solve_arrays(t, u, b, max_records=m))
+            instance = make_instance(tokens, utility, int(budget), max_records=limit)
+            outcome = run(instance, "dp", "none", compare_greedy=False)
+            cells = [kind, f"{n:,}", f"{limit:,}", f"{t_dp:.1f}", sol.status, sol.engine,
+                     f"{int((sol.choice >= 0).sum()):,}", outcome.solution.detail.split(";")[0]]
+            if n <= 10000:
+                t_cp, cp = best_of(1, lambda i=instance: solve_cpsat(i, time_limit_s=args.time_limit))
+                same = abs(cp.objective - sol.objective) <= 1e-6 * (1 + abs(sol.objective))
+                cells += [f"{t_cp:.0f}", cp.status, "yes" if same else ("NO" if cp.status == "optimal" else "-")]
+                failures += cp.status == "optimal" and not same
+            else:
+                cells += ["-", "-", "-"]
+            failures += sol.status != "optimal"
+            table.add_row(*cells)
+    Console(width=220).print(table)
+    return 1 if failures else 0
+
+
 def versus_mcknap(args: argparse.Namespace) -> int:
     """Issue 18's table: memsolve's exact solve (solve_arrays, engine dp) on every class at 1k,
     10k and 100k records, against mcknap's time scaled to this machine."""
@@ -285,9 +319,13 @@ def main() -> int:
     parser.add_argument("--time-limit", type=float, default=10.0, help="memsolve's CP-SAT time limit (s)")
     parser.add_argument("--mcknap", action="store_true", help="issue 18's table: every class at 1k/10k/100k "
                         "against mcknap's times from the issue, scaled to this machine by argsort")
+    parser.add_argument("--count", action="store_true", help="every class with a binding count limit "
+                        "(max_records = 30%% of n): memsolve's exact solve against plain CP-SAT")
     args = parser.parse_args()
     if args.mcknap:
         return versus_mcknap(args)
+    if args.count:
+        return count_limited(args)
 
     table = Table(title=f"memsolve exact MCKP, milliseconds (best of {args.repeat})")
     for column in ("class", "n", "argsort", "memsolve dp", "ratio", "status", "numpy path", "memsolve cp-sat", "core",

@@ -24,7 +24,7 @@ from ..errors import SolverError
 from .cpsat import solve_cpsat
 from .dp import solve_dp as dense_dp
 from .instance import OPTIMAL, SKIPPED, Instance, Scaled, Solution, make_solution, scaled_value
-from .kernel import Evaluated, KernelResult, solve_kernel, solve_kernel_counted
+from .kernel import PRICED_MAX_ROWS, Evaluated, KernelResult, solve_kernel, solve_kernel_counted
 from .reduce import Reduction, Relaxation, closest_rows, fix, relax
 
 # The sparse DP declines a core (CP-SAT takes it, under its time limit) past these sizes.
@@ -438,7 +438,8 @@ def _solve_counted(instance: Instance, scaled: Scaled) -> tuple[Solution, Reduct
     level is worth exactly the price or the count jumps past the limit (uncorrelated and weakly
     correlated classes) the prices fail after up to MAX_PRICES kernel solves."""
     red = reduce_instance(instance, scaled)
-    choice = _solve_core(instance, scaled, red, dense=False)
+    # (where the kernel's prices will not run, the dense DP may take a core too large for this one)
+    choice = _solve_core(instance, scaled, red, dense=instance.n > PRICED_MAX_ROWS)
     if choice is None:
         return None
     detail = f"core {red.core.size} of {instance.n} records; count limit by the counted DP"
