@@ -29,8 +29,9 @@ Every step keeps every optimal allocation, so the tie rule can still be applied 
 
 A count limit M (``max_records``) enters the bound with its own multiplier μ (see
 :func:`_count_multiplier`): U(λ, μ) = λB + μM + Σ_i max_j (v_ij − λ s_ij − μ·[j kept]). The
-incumbent must respect the limit, so it is the better of the greedy allocation and the LP
-floor cut to its M most valuable records.
+incumbent must respect the limit: the best of the greedy allocation, the Lagrangian one and
+the LP floor cut to its M most valuable records, each filled into the room it leaves
+(:func:`.core._fill`); the core then goes to the counted sparse DP (:func:`.core.pareto_dp_counted`).
 """
 
 from __future__ import annotations
