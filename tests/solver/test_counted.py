@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsolve.solver import make_instance, native, scale
+from memsolve.solver import core, make_instance, native, scale
 from memsolve.solver.core import _fill, _solve_counted, pareto_dp_counted
 from memsolve.solver.cpsat import solve_cpsat
 from memsolve.solver.instance import scaled_value
@@ -136,3 +136,10 @@ def test_counted_reduction_and_the_kernels_prices_choose_alike(seed) -> None:
     counted = _solve_counted(inst, scaled)
     assert priced is not None and counted is not None
     assert counted[0].choice.tolist() == priced[0].choice.tolist()
+
+
+def test_past_prices_first_rows_the_engine_takes_the_counted_dp_first() -> None:
+    inst = generated("uncorrelated", core.PRICES_FIRST_ROWS + 1, 1, max_records=300)
+    found = core.solve_kernel_reduced(inst, scale(inst))
+    assert found is not None and "count limit by the counted DP" in found[0].detail
+    assert int((found[0].choice >= 0).sum()) <= 300
