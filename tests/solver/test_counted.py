@@ -59,6 +59,18 @@ def test_counted_dp_keeps_a_lighter_state_that_needs_more_records() -> None:
     assert pareto_dp_counted(inst, scaled, every, 0.0, 0.0, 0).tolist() == [0, -1, 0, 0] == list(_best(inst, scaled))
 
 
+def test_counted_dp_lets_no_heavier_state_with_fewer_records_beat_a_lighter_one() -> None:
+    """Found by a random search against a dominance across counts that forgot the tokens: with the
+    bound pruning the states of a record fewer, the last state at or below (count - 1, tokens) is one
+    of two records fewer and heavier, which must not remove the lighter state."""
+    inst = make_instance([[2, 3], [0, 1], [5, 0]], [[9.0, 5.0], [7.0, 7.0], [11.0, 3.0]], 6, max_records=3)
+    scaled = scale(inst)
+    best = _best(inst, scaled)
+    floor = scaled_value(scaled, np.array(best, dtype=np.int64))
+    got = pareto_dp_counted(inst, scaled, np.ones(3, dtype=bool), 1.0, 2 * scaled.scale, floor)
+    assert got.tolist() == [0, 0, 1] == list(best)
+
+
 def test_counted_dp_reconstruction_keeps_to_the_limit() -> None:
     """Row 0 at its level leaves a suffix worth the rest only with a record the limit no longer
     allows: the tie rule's preference for keeping row 0 must give way."""
