@@ -204,8 +204,8 @@ def pareto_dp_counted(
 UNFIXABLE_CORE = 500  # rows
 GUESS_ROWS = (4, 12)  # rows searched, in turn, to find a strong incumbent (measured best of 5 variants)
 # ... and under a binding count limit, where the counted DP takes larger guesses (memory-shaped 10,000
-# records, 3,000 kept: the 64-row guess finds the optimum, the core falls from 220 rows to 57)
-COUNTED_GUESS_ROWS = (4, 16, 64)
+# records, 3,000 kept: the 40-row guess finds the optimum, the core falls from 220 rows to 57)
+COUNTED_GUESS_ROWS = (4, 16, 40)
 
 
 def reduce_instance(
@@ -228,31 +228,37 @@ def reduce_instance(
             incumbent = incumbent.copy()
             incumbent[rows[np.argsort(-gain, kind="stable")[limit:]]] = -1
         # each start filled into the room it leaves; the first of the most valuable
-        starts = [incumbent, _lagrangian_allocation(instance, lp)]
+        starts = [incumbent, _lagrangian_allocation(instance, lp),
+                  _trim(instance, scaled, lp, _lagrangian_allocation(instance, lp, trimmed=False))]
         if greedy_choice is not None:
             starts.append(greedy_choice)
         filled = [_fill(instance, scaled, lp, start) for start in starts]
         incumbent = max(filled, key=lambda choice: scaled_value(scaled, choice))
     red = fix(lp, scaled, incumbent)
     # small guesses first: each better incumbent makes the next, larger search prune harder
+    # (under a count limit a core of up to the largest guess goes to the counted DP as it is: a guess
+    # over all its levels costs more than the core over the levels the bound left)
     for rows in GUESS_ROWS if limit is None else COUNTED_GUESS_ROWS:
-        if red.core.size <= rows:
+        if red.core.size <= (rows if limit is None else COUNTED_GUESS_ROWS[-1]):
             break
         guess = closest_rows(lp, rows)
         trial = replace(red, core=guess, fixed_choice=_outside(red.incumbent, guess),
                         keep=_keep_guess(red.keep, guess, red.incumbent, instance.k))
-        choice = _solve_core(instance, scaled, trial)
+        # (a guess is a heuristic: under a count limit it gives up rather than go to the dense DP)
+        choice = _solve_core(instance, scaled, trial, dense=limit is None)
         if choice is not None and scaled_value(scaled, choice) > red.incumbent_value:
             red = fix(lp, scaled, choice)
     return red
 
 
-def _lagrangian_allocation(instance: Instance, lp: Relaxation) -> np.ndarray:
+def _lagrangian_allocation(instance: Instance, lp: Relaxation, *, trimmed: bool = True) -> np.ndarray:
     """Each row's best level at (λ, μ) — at most M rows gain — cut back to the budget by
-    dropping the least valuable records per token."""
+    dropping the least valuable records per token (``trimmed``)."""
     k = instance.k
     best = np.argmax(lp.reduced, axis=0)
     choice = np.where((best == k) | (lp.row_best <= 0), -1, best)
+    if not trimmed:
+        return choice
     rows = np.flatnonzero(choice >= 0)
     tokens = instance.tokens[rows, choice[rows]]
     if int(tokens.sum()) > instance.budget:
@@ -268,22 +274,54 @@ def _lagrangian_allocation(instance: Instance, lp: Relaxation) -> np.ndarray:
 FILL_MOVES = 20_000  # candidate moves _fill tries, least reduced-cost loss first
 
 
+def _levels(instance: Instance, scaled: Scaled, lp: Relaxation) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(n, k+1) tokens, values (0 where not usable) and reduced values at (λ, μ) (-inf where not
+    usable) of every level, delete last: what the moves of _fill and _trim compare."""
+    n, k = instance.n, instance.k
+    sizes = np.zeros((n, k + 1), dtype=np.int64)
+    sizes[:, :k] = instance.tokens
+    values = np.zeros((n, k + 1), dtype=np.int64)
+    values[:, :k] = np.where(scaled.usable, scaled.values, 0)
+    reduced = np.where(lp.usable, lp.reduced, -np.inf).T
+    reduced[:, :k][~scaled.usable] = -np.inf
+    return sizes, values, reduced
+
+
+def _trim(instance: Instance, scaled: Scaled, lp: Relaxation, choice: np.ndarray) -> np.ndarray:
+    """An allocation within the count limit cut back to the budget by moves to lighter levels
+    (delete included), least reduced-cost loss per token freed first: the Lagrangian allocation
+    usually overshoots the budget by a fraction of one record, which a lower fidelity frees."""
+    n, k = instance.n, instance.k
+    sizes, _, reduced = _levels(instance, scaled, lp)
+    rows = np.arange(n)
+    at = np.where(choice >= 0, choice, k)
+    used = int(sizes[rows, at].sum())
+    while used > instance.budget:
+        freed = sizes[rows, at][:, None] - sizes
+        r, j = np.nonzero((freed > 0) & (reduced > -np.inf))
+        if not r.size:
+            break
+        order = np.argsort((reduced[r, at[r]] - reduced[r, j]) / freed[r, j], kind="stable")
+        moved = np.zeros(n, dtype=bool)
+        for i, level in zip(r[order].tolist(), j[order].tolist(), strict=True):
+            if used <= instance.budget:
+                break
+            if not moved[i]:  # one move a row a round: its next ones start from its new level
+                used -= int(sizes[i, at[i]] - sizes[i, level])
+                at[i], moved[i] = level, True
+    return np.where(at == k, -1, at)
+
+
 def _fill(instance: Instance, scaled: Scaled, lp: Relaxation, choice: np.ndarray) -> np.ndarray:
     """A feasible allocation improved by single-row moves into the tokens and records it leaves
     free (or that a move frees), each gaining value, taken in order of their loss at (λ, μ): the
     cut and greedy allocations under a count limit often leave a record's place or some tokens
     unused, and a weak incumbent leaves a large core."""
     n, k = instance.n, instance.k
-    choice = np.asarray(choice, dtype=np.int64).copy()
+    choice = np.asarray(choice, dtype=np.int64)
     at = np.where(choice >= 0, choice, k)
     rows = np.arange(n)
-    sizes = np.zeros((n, k + 1), dtype=np.int64)
-    sizes[:, :k] = instance.tokens
-    values = np.zeros((n, k + 1), dtype=np.int64)
-    values[:, :k] = np.where(scaled.usable, scaled.values, 0)
-    offered = np.ones((n, k + 1), dtype=bool)
-    offered[:, :k] = scaled.usable
-    reduced = np.where(lp.usable, lp.reduced, -np.inf).T
+    sizes, values, reduced = _levels(instance, scaled, lp)
     gain = values - values[rows, at][:, None]
     loss = reduced[rows, at][:, None] - reduced
     used = int(sizes[rows, at].sum())
@@ -292,7 +330,7 @@ def _fill(instance: Instance, scaled: Scaled, lp: Relaxation, choice: np.ndarray
     # the room never grows by more than the moves to lighter levels free, and never in records
     # (a move that drops a record loses its value): moves past that room are not tried
     grow = sizes - sizes[rows, at][:, None]
-    can = offered & (gain > 0)
+    can = (reduced > -np.inf) & (gain > 0)
     room = instance.budget - used + int(-grow[can & (grow < 0)].sum())
     can &= grow <= room
     if kept >= limit:
@@ -446,9 +484,11 @@ def solve_kernel_reduced(
     return replace(solution, bound=solution.objective), reduction
 
 
-# Up to this many records the kernel's prices go first (a failed bisection costs little there, and
-# where a price answers, its exact reduction fixes more records than the numpy one: tighter traces).
-PRICES_FIRST_ROWS = 2_000
+# Up to this many records the kernel's prices go first: where a price answers, its exact reduction
+# fixes more records than the numpy one (the bundled example's traces: "bound", not "search"), and a
+# failed bisection costs at most ~0.1 s there (strongly correlated and subset-sum, 50 records; at 1,000
+# it costs 0.16 s and 3 s against the counted DP's 6 and 10 ms).
+PRICES_FIRST_ROWS = 64
 
 
 def _solve_counted(instance: Instance, scaled: Scaled) -> tuple[Solution, Reduction] | None:
