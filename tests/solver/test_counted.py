@@ -157,3 +157,23 @@ def test_past_prices_first_rows_the_engine_takes_the_counted_dp_first() -> None:
     assert found is not None and "count limit by the counted DP" in found[0].detail
     assert int((found[0].choice >= 0).sum()) <= 10
     assert found[0].choice.tolist() == solve_dp(inst, scale(inst)).choice.tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(-5, 5), max_size=40))
+def test_dense_rank_is_uniques_inverse(values) -> None:
+    values = np.array(values, dtype=np.int64)
+    expected = np.unique(values, return_inverse=True)[1].reshape(-1)
+    assert core._dense_rank(values).tolist() == expected.tolist()
+
+
+def test_prices_go_first_on_few_records_or_distinct_values() -> None:
+    rng = np.random.default_rng(5)
+    n = core.PRICES_FIRST_ROWS + 1
+    tokens = rng.integers(1, 50, size=(n, 3))
+    distinct = make_instance(tokens, rng.uniform(1, 50, size=(n, 3)), 500, max_records=5)
+    grid = make_instance(tokens, rng.integers(1, 5, size=(n, 3)).astype(float), 500, max_records=5)
+    few = make_instance(tokens[:3], rng.integers(1, 5, size=(3, 3)).astype(float), 500, max_records=1)
+    assert core._prices_first(distinct, scale(distinct))
+    assert not core._prices_first(grid, scale(grid))
+    assert core._prices_first(few, scale(few))
