@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memsolve.solver import core, make_instance, native, scale
-from memsolve.solver.core import _fill, _solve_counted, pareto_dp_counted
+from memsolve.solver.core import _fill, _levels, _solve_counted, pareto_dp_counted
 from memsolve.solver.cpsat import solve_cpsat
 from memsolve.solver.dp import solve_dp
 from memsolve.solver.instance import scaled_value
@@ -88,7 +88,7 @@ def test_fill_keeps_the_allocation_feasible_and_never_worse(inst, data) -> None:
     scaled = scale(inst)
     start = np.array(data.draw(st.sampled_from(list(feasible_choices(inst)))), dtype=np.int64)
     start = np.where((start >= 0) & ~scaled.usable[np.arange(inst.n), np.maximum(start, 0)], -1, start)
-    filled = _fill(inst, scaled, relax(inst, scaled), start)
+    filled = _fill(inst, _levels(inst, scaled, relax(inst, scaled)), start)
     rows = np.flatnonzero(filled >= 0)
     assert scaled.usable[rows, filled[rows]].all()
     assert int(inst.tokens[rows, filled[rows]].sum()) <= inst.budget
@@ -99,7 +99,7 @@ def test_fill_keeps_the_allocation_feasible_and_never_worse(inst, data) -> None:
 def test_fill_takes_the_room_a_cut_allocation_leaves() -> None:
     inst = make_instance([[4, 1], [4, 1], [4, 1]], [[9.0, 2.0], [8.0, 2.0], [7.0, 2.0]], 9, max_records=2)
     scaled = scale(inst)
-    filled = _fill(inst, scaled, relax(inst, scaled), np.full(3, -1, dtype=np.int64))
+    filled = _fill(inst, _levels(inst, scaled, relax(inst, scaled)), np.full(3, -1, dtype=np.int64))
     assert filled.tolist() == [0, 0, -1]  # the two most valuable records, at full fidelity
 
 
@@ -107,7 +107,7 @@ def test_fill_takes_the_room_a_cut_allocation_leaves() -> None:
 def test_fill_at_zero_budget_or_zero_records_keeps_nothing(budget, limit) -> None:
     inst = make_instance([[4, 1], [3, 2]], [[9.0, 2.0], [8.0, 3.0]], budget, max_records=limit)
     scaled = scale(inst)
-    filled = _fill(inst, scaled, relax(inst, scaled), np.full(2, -1, dtype=np.int64))
+    filled = _fill(inst, _levels(inst, scaled, relax(inst, scaled)), np.full(2, -1, dtype=np.int64))
     assert filled.tolist() == [-1, -1]
 
 

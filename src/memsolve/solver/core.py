@@ -16,7 +16,7 @@ state limit, or a count limit no price meets).
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -238,11 +238,12 @@ def reduce_instance(
             incumbent = incumbent.copy()
             incumbent[rows[np.argsort(-gain, kind="stable")[limit:]]] = -1
         # each start filled into the room it leaves; the first of the most valuable
+        levels = _levels(instance, scaled, lp)
         starts = [incumbent, _lagrangian_allocation(instance, lp),
-                  _trim(instance, scaled, lp, _lagrangian_allocation(instance, lp, trimmed=False))]
+                  _trim(instance, levels, _lagrangian_allocation(instance, lp, trimmed=False))]
         if greedy_choice is not None:
             starts.append(greedy_choice)
-        filled = [_fill(instance, scaled, lp, start) for start in starts]
+        filled = [_fill(instance, levels, start) for start in starts]
         incumbent = max(filled, key=lambda choice: scaled_value(scaled, choice))
     red = fix(lp, scaled, incumbent)
     # small guesses first: each better incumbent makes the next, larger search prune harder
@@ -284,9 +285,18 @@ def _lagrangian_allocation(instance: Instance, lp: Relaxation, *, trimmed: bool 
 FILL_MOVES = 20_000  # candidate moves _fill tries, least reduced-cost loss first
 
 
-def _levels(instance: Instance, scaled: Scaled, lp: Relaxation) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(n, k+1) tokens, values (0 where not usable) and reduced values at (λ, μ) (-inf where not
-    usable) of every level, delete last: what the moves of _fill and _trim compare."""
+@dataclass(frozen=True)
+class Levels:
+    """Every level of every row as the moves of _fill and _trim compare them, (n, k+1), delete last:
+    tokens, values (0 where not usable) and reduced values at (λ, μ) (-inf where not usable)."""
+
+    sizes: np.ndarray
+    values: np.ndarray
+    reduced: np.ndarray
+
+
+def _levels(instance: Instance, scaled: Scaled, lp: Relaxation) -> Levels:
+    """The levels' numbers for _fill and _trim, computed once for all their starts."""
     n, k = instance.n, instance.k
     sizes = np.zeros((n, k + 1), dtype=np.int64)
     sizes[:, :k] = instance.tokens
@@ -294,15 +304,15 @@ def _levels(instance: Instance, scaled: Scaled, lp: Relaxation) -> tuple[np.ndar
     values[:, :k] = np.where(scaled.usable, scaled.values, 0)
     reduced = np.where(lp.usable, lp.reduced, -np.inf).T
     reduced[:, :k][~scaled.usable] = -np.inf
-    return sizes, values, reduced
+    return Levels(sizes, values, reduced)
 
 
-def _trim(instance: Instance, scaled: Scaled, lp: Relaxation, choice: np.ndarray) -> np.ndarray:
+def _trim(instance: Instance, levels: Levels, choice: np.ndarray) -> np.ndarray:
     """An allocation within the count limit cut back to the budget by moves to lighter levels
     (delete included), least reduced-cost loss per token freed first: the Lagrangian allocation
     usually overshoots the budget by a fraction of one record, which a lower fidelity frees."""
     n, k = instance.n, instance.k
-    sizes, _, reduced = _levels(instance, scaled, lp)
+    sizes, reduced = levels.sizes, levels.reduced
     rows = np.arange(n)
     at = np.where(choice >= 0, choice, k)
     used = int(sizes[rows, at].sum())
@@ -322,7 +332,7 @@ def _trim(instance: Instance, scaled: Scaled, lp: Relaxation, choice: np.ndarray
     return np.where(at == k, -1, at)
 
 
-def _fill(instance: Instance, scaled: Scaled, lp: Relaxation, choice: np.ndarray) -> np.ndarray:
+def _fill(instance: Instance, levels: Levels, choice: np.ndarray) -> np.ndarray:
     """A feasible allocation improved by single-row moves into the tokens and records it leaves
     free (or that a move frees), each gaining value, taken in order of their loss at (λ, μ): the
     cut and greedy allocations under a count limit often leave a record's place or some tokens
@@ -331,7 +341,7 @@ def _fill(instance: Instance, scaled: Scaled, lp: Relaxation, choice: np.ndarray
     choice = np.asarray(choice, dtype=np.int64)
     at = np.where(choice >= 0, choice, k)
     rows = np.arange(n)
-    sizes, values, reduced = _levels(instance, scaled, lp)
+    sizes, values, reduced = levels.sizes, levels.values, levels.reduced
     gain = values - values[rows, at][:, None]
     loss = reduced[rows, at][:, None] - reduced
     used = int(sizes[rows, at].sum())
