@@ -226,6 +226,10 @@ def reduce_instance(
     The incumbent is the best of the LP floor and, when that leaves a large core, the exact
     optimum over the GUESS_ROWS rows closest to changing level (all other rows at the LP
     floor): the core that fixing leaves against such an incumbent is usually a handful of rows.
+    Under a count limit the starts are the LP floor cut to M records, the Lagrangian allocation
+    (cut by density, and trimmed by lighter levels: _trim), and the greedy one, each filled into
+    the room it leaves (_fill); the guesses are COUNTED_GUESS_ROWS, by the counted DP alone, while
+    the core has more rows than the largest of them.
     """
     lp = relax(instance, scaled)
     incumbent = lp.floor
@@ -319,8 +323,8 @@ def _trim(instance: Instance, levels: Levels, choice: np.ndarray) -> np.ndarray:
     while used > instance.budget:
         freed = sizes[rows, at][:, None] - sizes
         r, j = np.nonzero((freed > 0) & (reduced > -np.inf))
-        if not r.size:
-            break
+        # (delete is always a lighter move, worth exactly 0: a row holding tokens always has one)
+        assert r.size, "no lighter level frees the tokens over the budget"
         order = np.argsort((reduced[r, at[r]] - reduced[r, j]) / freed[r, j], kind="stable")
         moved = np.zeros(n, dtype=bool)
         for i, level in zip(r[order].tolist(), j[order].tolist(), strict=True):
