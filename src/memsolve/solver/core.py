@@ -114,8 +114,8 @@ def pareto_dp(sub: Instance, scaled: Scaled, delete_ok: np.ndarray, multiplier: 
 
 def _dense_rank(values: np.ndarray) -> np.ndarray:
     """Each value's rank among the distinct values (equal values, equal ranks): np.unique's inverse,
-    by a sort (np.unique takes 20-50x longer on this numpy)."""
-    order = np.argsort(values, kind="stable")
+    by one argsort whose order among equals does not matter (2-4x faster than np.unique's)."""
+    order = np.argsort(values)
     ranked = np.empty(values.size, dtype=np.int64)
     if values.size:
         ranked[order] = np.concatenate(([0], np.cumsum(values[order][1:] != values[order][:-1])))
@@ -539,7 +539,7 @@ def _prices_first(instance: Instance, scaled: Scaled) -> bool:
         return True
     if instance.n > PRICED_MAX_ROWS:
         return False
-    values = np.sort(scaled.values[scaled.usable])  # (np.unique: 20 ms on 40,000 values, this 0.4)
+    values = np.sort(scaled.values[scaled.usable])  # (np.unique without an inverse hashes: 11 ms on 40,000)
     return 1 + np.count_nonzero(values[1:] != values[:-1]) >= DISTINCT_FOR_PRICES * values.size
 
 
