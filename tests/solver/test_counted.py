@@ -45,8 +45,9 @@ def test_counted_dp_is_the_tie_rule_optimum(inst, data) -> None:
     every = np.ones(inst.n, dtype=bool)
     assert tuple(pareto_dp_counted(inst, scaled, every, 0.0, 0.0, 0).tolist()) == best
     # any λ, μ >= 0 bound every allocation: pruning below the optimum's own value loses nothing
-    lam = data.draw(st.floats(0, 4))
-    mu = data.draw(st.floats(0, 40))
+    # (in scaled value: up to a few utility units a token or a record, where the pruning bites)
+    lam = data.draw(st.floats(0, 4)) * scaled.scale
+    mu = data.draw(st.floats(0, 10)) * scaled.scale
     floor = scaled_value(scaled, np.array(best, dtype=np.int64))
     assert tuple(pareto_dp_counted(inst, scaled, every, lam, mu, floor).tolist()) == best
 
