@@ -9,9 +9,10 @@ the sparse DP goes to the dense DP (its table includes the count) when small eno
 CP-SAT.
 
 When the compiled kernel is built (:mod:`.kernel`), the engines use :func:`solve_kernel_reduced`
-instead: the same reductions and tie rule in C, with an expanding core, and a binding count limit
-met by a price per kept record; this module's numpy path remains the fallback (no kernel, its
-state limit, or a count limit no price meets).
+instead: the same reductions and tie rule in C, with an expanding core. A binding count limit is
+met there either by a price per kept record in the kernel or by this module's counted DP on the
+(λ, μ) reduction, whichever :func:`_prices_first` puts first; this module's numpy path remains the
+fallback (no kernel, its state limit, or a count limit neither way meets).
 """
 
 from __future__ import annotations
