@@ -178,3 +178,21 @@ def test_prices_go_first_on_few_records_or_distinct_values() -> None:
     assert core._prices_first(distinct, scale(distinct))
     assert not core._prices_first(grid, scale(grid))
     assert core._prices_first(few, scale(few))
+
+
+def test_a_core_left_large_by_the_filled_start_gets_the_unfilled_starts_guesses() -> None:
+    """Noisy strongly correlated utilities, half the lightest levels' tokens, 30 % kept: the filled
+    start spends the room the guesses need, and its core is every record; the guesses from the best
+    start unfilled bring it to a few dozen rows, which the counted DP then proves."""
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(1, 1000, size=(1200, 5)).astype(np.int64)
+    utility = np.clip(tokens + 10.0 + rng.normal(0, 1.0, size=tokens.shape), 0.01, None)
+    inst = make_instance(tokens, utility, int(0.5 * tokens.min(axis=1).sum()), max_records=360)
+    scaled = scale(inst)
+    red = core.reduce_instance(inst, scaled)
+    assert red.core.size <= 100
+    rows = np.flatnonzero(red.incumbent >= 0)
+    assert rows.size <= 360 and int(inst.tokens[rows, red.incumbent[rows]].sum()) <= inst.budget
+    found = _solve_counted(inst, scaled)
+    assert found is not None and found[0].status == "optimal"
+    assert found[0].scaled_objective >= red.incumbent_value
