@@ -194,5 +194,5 @@ def test_a_core_left_large_by_the_filled_start_gets_the_unfilled_starts_guesses(
     rows = np.flatnonzero(red.incumbent >= 0)
     assert rows.size <= 360 and int(inst.tokens[rows, red.incumbent[rows]].sum()) <= inst.budget
     found = _solve_counted(inst, scaled)
-    assert found is not None and found[0].status == "optimal"
-    assert found[0].scaled_objective >= red.incumbent_value
+    assert found is not None and found[0].status == "optimal" and found[0].bound == found[0].objective
+    assert found[0].count <= 360 and found[0].tokens_used <= inst.budget
