@@ -245,11 +245,11 @@ def reduce_instance(
         incumbent = incumbent.copy()
         incumbent[rows[np.argsort(-gain, kind="stable")[limit:]]] = -1
     lagrangian = _lagrangian_allocation(instance, lp)
-    starts = [incumbent] + ([] if greedy_choice is None else [greedy_choice]) + [lagrangian]
+    starts = [incumbent] + ([] if greedy_choice is None else [greedy_choice]) + [_density_cut(instance, lp, lagrangian)]
     # each start filled into the room it leaves (and the Lagrangian one trimmed, too); the first of
     # the most valuable
     levels = _levels(instance, scaled, lp)
-    trimmed = _trim(instance, levels, _lagrangian_allocation(instance, lp, trimmed=False))
+    trimmed = _trim(instance, levels, lagrangian)
     filled = [_fill(instance, levels, start) for start in starts + [trimmed]]
     red = _guessed(instance, scaled, lp, fix(lp, scaled, max(filled, key=lambda c: scaled_value(scaled, c))),
                    COUNTED_GUESS_ROWS, dense=False)
@@ -285,14 +285,16 @@ def _guessed(
     return red
 
 
-def _lagrangian_allocation(instance: Instance, lp: Relaxation, *, trimmed: bool = True) -> np.ndarray:
-    """Each row's best level at (λ, μ) — at most M rows gain — cut back to the budget by
-    dropping the least valuable records per token (``trimmed``)."""
+def _lagrangian_allocation(instance: Instance, lp: Relaxation) -> np.ndarray:
+    """Each row's best level at (λ, μ): at most M rows gain, but the tokens may pass the budget."""
     k = instance.k
     best = np.argmax(lp.reduced, axis=0)
-    choice = np.where((best == k) | (lp.row_best <= 0), -1, best)
-    if not trimmed:
-        return choice
+    return np.where((best == k) | (lp.row_best <= 0), -1, best)
+
+
+def _density_cut(instance: Instance, lp: Relaxation, choice: np.ndarray) -> np.ndarray:
+    """An allocation cut back to the budget by dropping its least valuable records per token."""
+    choice = choice.copy()
     rows = np.flatnonzero(choice >= 0)
     tokens = instance.tokens[rows, choice[rows]]
     if int(tokens.sum()) > instance.budget:
