@@ -3295,6 +3295,200 @@ static PyObject *kernel_vector_scaling(PyObject *self, PyObject *args) {
 #endif
 }
 
+/* ---- The counted core DP: core.pareto_dp_counted's states in C ----------------------------------
+   Layer r holds the states of rows r..n-1 as (tokens, value) pairs grouped by count (records kept),
+   each group sorted by tokens with values rising: the Pareto set of its count, less the states that
+   the group of one record fewer beats (as light and as valuable). Candidates are pruned by the
+   Lagrangian bound with lam per token and mu per record, as the numpy version does; reconstruction
+   gives each row its highest fidelity that still completes the optimum's tokens and value within
+   the records left. Returns 0, 1 past max_states or max_work, 2 when no state is left (no
+   allocation reaches the floor), 3 when reconstruction fails (a bug), -1 out of memory. */
+typedef struct {
+    Vec states;      /* Pair, every layer's */
+    Vec groups;      /* size_t: per layer, count + 1 offsets into states, from the layer's first state */
+    size_t *layer;   /* [n + 1]: each layer's first state */
+    size_t *group;   /* [n + 1]: each layer's first offset in groups */
+    Py_ssize_t *counts; /* [n + 1]: each layer's number of count groups */
+} Counted;
+
+static int counted_push(Vec *vec, const void *item) {
+    if (vec_reserve(vec, 1) < 0) return -1;
+    memcpy((char *)vec->a + vec->len * vec->size, item, vec->size);
+    vec->len++;
+    return 0;
+}
+
+/* The state of count group c of layer r with these tokens and value exists. */
+static int counted_has(const Counted *C, Py_ssize_t r, Py_ssize_t c, int64_t w, int64_t v) {
+    const Pair *s = (const Pair *)C->states.a + C->layer[r];
+    const size_t *g = (const size_t *)C->groups.a + C->group[r];
+    size_t lo = g[c], hi = g[c + 1];
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s[mid].w < w) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < g[c + 1] && s[lo].w == w && s[lo].v == v;
+}
+
+static int counted_dp(Py_ssize_t n, Py_ssize_t k, const int64_t *tokens, const int64_t *values,
+                      const uint8_t *usable, const uint8_t *delete_ok, int64_t capacity, int64_t limit, double lam,
+                      double mu, int64_t floor, size_t max_states, size_t max_work, int64_t *choice) {
+    int rc = -1;
+    Counted C = {{NULL, 0, 0, sizeof(Pair)}, {NULL, 0, 0, sizeof(size_t)}, NULL, NULL, NULL};
+    double *prefix = malloc((size_t)(n + 1) * sizeof(double));
+    C.layer = malloc((size_t)(n + 1) * sizeof(size_t));
+    C.group = malloc((size_t)(n + 1) * sizeof(size_t));
+    C.counts = malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    if (!prefix || !C.layer || !C.group || !C.counts) goto done;
+    /* the bound of the rows before each layer: each row's best reduced value at (lam, mu) */
+    prefix[0] = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double best = -HUGE_VAL;
+        for (Py_ssize_t j = 0; j < k; j++)
+            if (usable[i * k + j]) {
+                double r = (double)values[i * k + j] - lam * (double)tokens[i * k + j] - mu;
+                if (r > best) best = r;
+            }
+        if (delete_ok[i] && best < 0.0) best = 0.0;
+        prefix[i + 1] = prefix[i] + best;
+    }
+    double slack = 1e-9 * (fabs(prefix[n]) + lam * (double)capacity + mu * (double)limit) + 1.0;
+    double need = (double)floor - slack;
+    /* layer n: the empty suffix */
+    Pair empty = {0, 0};
+    size_t zero = 0, one = 1;
+    C.layer[n] = 0; C.group[n] = 0; C.counts[n] = 1;
+    if (counted_push(&C.states, &empty) < 0 || counted_push(&C.groups, &zero) < 0 || counted_push(&C.groups, &one) < 0)
+        goto done;
+    size_t work = 0;
+    for (Py_ssize_t r = n - 1; r >= 0; r--) {
+        size_t prev_at = C.layer[r + 1], prev_len = C.states.len - prev_at;
+        Py_ssize_t prev_counts = C.counts[r + 1];
+        size_t levels = delete_ok[r] ? 1 : 0;
+        for (Py_ssize_t j = 0; j < k; j++) levels += usable[r * k + j];
+        work += levels * prev_len;
+        if (work > max_work) { rc = 1; goto done; }
+        Py_ssize_t counts = prev_counts + 1 <= limit + 1 ? prev_counts + 1 : (Py_ssize_t)limit + 1;
+        C.layer[r] = C.states.len;
+        C.group[r] = C.groups.len;
+        if (counted_push(&C.groups, &zero) < 0) goto done;
+        for (Py_ssize_t c = 0; c < counts; c++) {
+            /* the sources of count c: the group of c kept as it is (delete), the group of c - 1 shifted by
+               each usable level; the layer array may move as it grows, so offsets, not pointers */
+            const size_t *pg = (const size_t *)C.groups.a + C.group[r + 1];
+            Py_ssize_t level[64], sources = 0;  /* each source's level (-1: delete) */
+            if (delete_ok[r] && c < prev_counts) level[sources++] = -1;
+            if (c >= 1 && c - 1 < prev_counts)
+                for (Py_ssize_t j = 0; j < k; j++)
+                    if (usable[r * k + j]) level[sources++] = j;
+            size_t pos[64], stop[64];  /* each source's next and end, from the previous layer's first state */
+            for (Py_ssize_t s = 0; s < sources; s++) {
+                Py_ssize_t from = level[s] < 0 ? c : c - 1;
+                pos[s] = pg[from];
+                stop[s] = pg[from + 1];
+            }
+            /* the group of c - 1 in this layer (none for c = 0): the states just before this group's */
+            size_t below_end = C.states.len;
+            size_t below_at = c ? C.layer[r] + ((const size_t *)C.groups.a)[C.group[r] + c - 1] : below_end;
+            int have_best = 0;
+            int64_t best_v = 0;
+            for (;;) {
+                Py_ssize_t pick = -1;
+                int64_t pw = 0, pv = 0;
+                for (Py_ssize_t s = 0; s < sources; s++) {
+                    if (pos[s] >= stop[s]) continue;
+                    const Pair *p = (const Pair *)C.states.a + prev_at + pos[s];
+                    int64_t w = p->w, v = p->v;
+                    if (level[s] >= 0) { w += tokens[r * k + level[s]]; v += values[r * k + level[s]]; }
+                    if (pick < 0 || w < pw || (w == pw && v > pv)) { pick = s; pw = w; pv = v; }
+                }
+                if (pick < 0) break;
+                pos[pick]++;
+                if (pw > capacity) {
+                    /* every later state of this source is heavier still */
+                    pos[pick] = stop[pick];
+                    continue;
+                }
+                if (have_best && pv <= best_v) continue;  /* a lighter state of this count is worth as much */
+                have_best = 1;
+                best_v = pv;
+                double bound = (double)pv + lam * (double)(capacity - pw) + mu * (double)(limit - c) + prefix[r];
+                if (bound < need) continue;
+                const Pair *below = (const Pair *)C.states.a;
+                while (below_at + 1 < below_end && below[below_at + 1].w <= pw) below_at++;
+                if (below_at < below_end && below[below_at].w <= pw && below[below_at].v >= pv) continue;
+                Pair state = {pw, pv};
+                if (counted_push(&C.states, &state) < 0) goto done;
+            }
+            size_t offset = C.states.len - C.layer[r];
+            if (counted_push(&C.groups, &offset) < 0) goto done;
+        }
+        C.counts[r] = counts;
+        if (C.states.len - C.layer[r] > max_states) { rc = 1; goto done; }
+    }
+    /* the optimum: most value, then fewest tokens */
+    size_t first = C.layer[0], last = C.states.len;
+    if (first == last) { rc = 2; goto done; }
+    const Pair *s0 = (const Pair *)C.states.a;
+    int64_t target_w = s0[first].w, target_v = s0[first].v;
+    for (size_t at = first + 1; at < last; at++)
+        if (s0[at].v > target_v || (s0[at].v == target_v && s0[at].w < target_w)) { target_w = s0[at].w; target_v = s0[at].v; }
+    int64_t room = limit;
+    for (Py_ssize_t r = 0; r < n; r++) {
+        int found = 0;
+        for (Py_ssize_t j = 0; j <= k && !found; j++) {  /* highest fidelity first, delete (j = k) last */
+            if (j < k ? !usable[r * k + j] : !delete_ok[r]) continue;
+            int64_t dw = j < k ? tokens[r * k + j] : 0, dv = j < k ? values[r * k + j] : 0;
+            int64_t left = room - (j < k);
+            for (Py_ssize_t c = 0; c < C.counts[r + 1] && c <= left; c++)
+                if (counted_has(&C, r + 1, c, target_w - dw, target_v - dv)) {
+                    choice[r] = j < k ? j : -1;
+                    target_w -= dw; target_v -= dv; room = left;
+                    found = 1;
+                    break;
+                }
+        }
+        if (!found) { rc = 3; goto done; }  /* a bug: the states lost the optimum's suffix */
+    }
+    rc = 0;
+done:
+    free(prefix); free(C.layer); free(C.group); free(C.counts);
+    release_vec(&C.states); release_vec(&C.groups);
+    return rc;
+}
+
+/* counted_dp(n, k, tokens, values, usable, delete_ok, capacity, limit, lam, mu, floor, max_states, max_work, choice)
+   -> 0, or 1 past the state limits (choice untouched), 2 when no state reaches the floor, 3 a bug */
+static PyObject *kernel_counted_dp(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_tokens, *o_values, *o_usable, *o_delete, *o_choice;
+    Py_ssize_t n, k, max_states, max_work;
+    long long capacity, limit, floor;
+    double lam, mu;
+    if (!PyArg_ParseTuple(args, "nnOOOOLLddLnnO", &n, &k, &o_tokens, &o_values, &o_usable, &o_delete, &capacity,
+                          &limit, &lam, &mu, &floor, &max_states, &max_work, &o_choice))
+        return NULL;
+    if (k < 0 || k > 62 || n < 0 || capacity < 0 || limit < 0 || max_states < 0 || max_work < 0) {
+        PyErr_SetString(PyExc_ValueError, "counted_dp takes 0..62 levels per row and limits >= 0");
+        return NULL;
+    }
+    const Argument arg[] = {
+        {o_tokens, 8, 0, "tokens", n * k * 8}, {o_values, 8, 0, "values", n * k * 8}, {o_usable, 1, 0, "usable", n * k},
+        {o_delete, 1, 0, "delete_ok", n}, {o_choice, 8, 1, "choice", n * 8},
+    };
+    Py_buffer b[5];
+    if (take_buffers(arg, b, 5) < 0) return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = counted_dp(n, k, b[0].buf, b[1].buf, b[2].buf, b[3].buf, capacity, limit, lam, mu, floor, (size_t)max_states,
+                    (size_t)max_work, b[4].buf);
+    Py_END_ALLOW_THREADS
+    release_buffers(b, 5);
+    if (rc < 0) return PyErr_NoMemory();
+    return PyLong_FromLong(rc);
+}
+
 static PyMethodDef methods[] = {
     {"solve", kernel_solve, METH_VARARGS,
      "solve(n, k, tokens, values, usable, capacity, choice, keep, core, bounded_ties[, at_once, banded, shortcut]) -> "
@@ -3309,6 +3503,9 @@ static PyMethodDef methods[] = {
     {"solve_job", kernel_solve_job, METH_VARARGS,
      "solve_job(n, k, tokens, utility, mask, budget, price, mode, values, usable, choice, keep, core) -> "
      "(factor, info|None, objective, utility, tokens_used, scaled_value, kept)"},
+    {"counted_dp", kernel_counted_dp, METH_VARARGS,
+     "counted_dp(n, k, tokens, values, usable, delete_ok, capacity, limit, lam, mu, floor, max_states, max_work, choice) "
+     "-> 0, 1 past the state limits, 2 when no state reaches the floor, 3 a bug (core.pareto_dp_counted in C)"},
     {"sum", kernel_sum, METH_VARARGS, "sum(float64 buffer) -> numpy's pairwise sum of it"},
     {"greedy", kernel_greedy, METH_VARARGS,
      "greedy(n, k, order, tokens, usable, budget, limit, choice): the greedy baseline's walk"},
