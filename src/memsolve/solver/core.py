@@ -28,6 +28,7 @@ from .dp import solve_dp as dense_dp
 from .instance import OPTIMAL, SKIPPED, Instance, Scaled, Solution, make_solution, scaled_value
 from .kernel import MAX_LEVELS, PRICED_MAX_ROWS, Evaluated, KernelResult, solve_kernel, solve_kernel_counted
 from .reduce import Reduction, Relaxation, closest_rows, fix, relax
+from .tied import tied_counted
 
 # The sparse DP declines a core (CP-SAT takes it, under its time limit) past these sizes.
 MAX_STATES = 1_000_000  # Pareto states after one row
@@ -658,9 +659,13 @@ def _solve_counted(instance: Instance, scaled: Scaled) -> tuple[Solution, Reduct
     red = reduce_instance(instance, scaled)
     # (where the kernel's prices will not run, the dense DP may take a core too large for this one)
     choice = _solve_core(instance, scaled, red, dense=instance.n > PRICED_MAX_ROWS)
-    if choice is None:
-        return None
     detail = f"core {red.core.size} of {instance.n} records; count limit by the counted DP"
+    if choice is None:
+        choice = tied_counted(instance, scaled, red.multiplier, red.count_price, red.upper_bound)
+        if choice is None:
+            return None
+        red = replace(red, incumbent=choice, incumbent_value=scaled_value(scaled, choice))
+        detail = f"core {red.core.size} of {instance.n} records; count limit met at the bound, every record at a level worth its price"
     solution = make_solution(instance, scaled, choice, OPTIMAL, "dp", detail=detail)
     return replace(solution, bound=solution.objective), red
 

@@ -1,0 +1,242 @@
+"""The tie-rule optimum of a count-limited instance whose Lagrangian bound is met exactly.
+
+On the degenerate correlated classes (utility = tokens + a constant, or = tokens) every level of
+every record is worth exactly its price at the bound's multipliers (λ per token, μ per kept record):
+the counted DP's states are then every reachable (count, tokens) pair, and no bound prunes them.
+Where an allocation meets the bound U(λ, μ), though, the optima are exactly the allocations that
+keep M records (when μ > 0) with B tokens (λ > 0), each at a level of zero reduced loss, and the
+tie rule asks for the one whose rows, in input order, take their highest fidelity.
+
+:func:`tied_counted` builds it row by row: each row takes its first zero-loss option (levels in
+order, delete last) after which the rows still to come can complete the count and the tokens. For
+all but the last TAIL rows that test is a pair of necessary conditions (the fewest and most tokens
+the rows to come can add with that many records kept), exact in what it rejects; for the last rows
+it is exact, by a DP over (count, tokens). A choice the conditions let through but the tail cannot
+complete ends the search without an answer, never with a wrong one; an answer is checked against
+the bound (worth more than U − ½ in integer scaled units, so no allocation is worth more) and against
+the levels of nonzero loss (none could take part in an optimum).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .instance import Instance, Scaled, scaled_value
+
+TAILS = (64, 128, 256, 512)  # rows of the exact tail, tried in turn
+MAX_TAIL_BITS = 1 << 28  # (count, tokens) bits the tail's layers may hold in all (32 MiB)
+
+
+class _Smallest:
+    """The values of a shrinking set of rows, for the sum of the c smallest of them (a Fenwick tree
+    over the values' ranks, holding counts and sums)."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.order = np.argsort(values, kind="stable")
+        self.rank = np.empty(values.size, dtype=np.int64)
+        self.rank[self.order] = np.arange(values.size)
+        self.sorted = values[self.order].tolist()
+        self.size = values.size
+        self.count = [0] * (self.size + 1)
+        self.sum = [0] * (self.size + 1)
+        # every row present: each node covers (i - lowbit(i), i]
+        counts = np.ones(self.size + 1, dtype=np.int64)
+        sums = np.concatenate(([0], values[self.order])).astype(np.int64)
+        counts[0] = 0
+        cum_c, cum_s = np.cumsum(counts), np.cumsum(sums)
+        index = np.arange(1, self.size + 1)
+        low = index - (index & -index)
+        self.count[1:] = (cum_c[index] - cum_c[low]).tolist()
+        self.sum[1:] = (cum_s[index] - cum_s[low]).tolist()
+        self.present = self.size
+        self.total = int(values.sum())
+
+    def remove(self, row: int) -> None:
+        i = int(self.rank[row]) + 1
+        value = self.sorted[i - 1]
+        self.present -= 1
+        self.total -= value
+        while i <= self.size:
+            self.count[i] -= 1
+            self.sum[i] -= value
+            i += i & -i
+
+    def smallest(self, c: int) -> int:
+        """Sum of the c smallest values present (0 <= c <= present)."""
+        position, total, step = 0, 0, 1 << self.size.bit_length()
+        while step:
+            nxt = position + step
+            if nxt <= self.size and self.count[nxt] <= c:
+                c -= self.count[nxt]
+                total += self.sum[nxt]
+                position = nxt
+            step >>= 1
+        return total  # (each rank holds one value: the search consumed all c)
+
+    def largest(self, c: int) -> int:
+        return self.total - self.smallest(self.present - c)
+
+
+def tied_counted(instance: Instance, scaled: Scaled, multiplier: float, count_price: float,
+                 upper_bound: float) -> np.ndarray | None:
+    """The tie-rule optimum when an allocation meets the bound U(λ, μ) = ``upper_bound`` with λ =
+    ``multiplier`` and μ = ``count_price`` (scaled units), else None (the bound is not met, not
+    met by whole units, or the search could not prove its choices)."""
+    n, limit = instance.n, instance.max_records
+    # λ, μ above half a unit: an allocation short of B tokens or M records loses at least that much,
+    # so every allocation worth more than U - 1/2 has them all (μ = 0: the count is free up to M)
+    if limit is None or n == 0 or multiplier <= 0.5 or 0 < count_price <= 0.5:
+        return None
+    exact_count = count_price > 0.5
+    values = scaled.values.astype(np.float64)
+    tokens = instance.tokens
+    reduced = np.where(scaled.usable, values - multiplier * tokens - count_price, -np.inf)
+    row_best = np.maximum(reduced.max(axis=1, initial=-np.inf), 0.0)
+    # zero loss, to the losses' rounding; the answer is checked in whole units below, so a level of a
+    # tiny true loss let in here can cost an answer, never make a wrong one
+    magnitude = float(np.abs(values[scaled.usable]).max(initial=0.0)) + multiplier * float(tokens.max(initial=0))
+    tolerance = max(0.25 / n, 16 * np.finfo(np.float64).eps * (magnitude + count_price + float(row_best.max())))
+    loss = row_best[:, None] - reduced
+    level_ok = scaled.usable & (loss <= tolerance)
+    delete_ok = row_best <= tolerance
+    keepable = level_ok.any(axis=1)
+    if not (keepable | delete_ok).all():
+        return None
+    budget = instance.budget
+    big = np.iinfo(np.int64).max // (4 * max(n, 1))
+    lightest = np.where(level_ok, tokens, big).min(axis=1)
+    heaviest = np.where(level_ok, tokens, -1).max(axis=1)
+
+    choice = None
+    for tail in TAILS:
+        choice = _build(instance, level_ok, delete_ok, keepable, lightest, heaviest, min(tail, n), budget, limit,
+                        exact_count)
+        if choice is not None or tail >= n:
+            break
+    if choice is None:
+        return None
+    # checks: the bound is met to within half a unit (so nothing is worth more), and no level of
+    # nonzero loss is within the answer's distance to the bound (so no optimum uses one)
+    value = scaled_value(scaled, choice)
+    slack = upper_bound - value
+    rounding = 64 * np.finfo(np.float64).eps * (abs(upper_bound) + float(np.abs(row_best).sum()))  # U's, in floats
+    if slack > 0.5 - rounding:
+        return None
+    outside = np.concatenate((loss[scaled.usable & ~level_ok], row_best[~delete_ok]))
+    if outside.size and float(outside.min()) <= slack + rounding:
+        return None
+    return choice
+
+
+def _build(instance: Instance, level_ok: np.ndarray, delete_ok: np.ndarray, keepable: np.ndarray,
+           lightest: np.ndarray, heaviest: np.ndarray, tail: int, budget: int, limit: int,
+           exact_count: bool) -> np.ndarray | None:
+    """Rows 0..n-tail-1 by the necessary conditions, the last ``tail`` rows by the exact DP."""
+    n = instance.n
+    head = n - tail
+    tokens = instance.tokens
+    must = keepable & ~delete_ok  # rows kept in every zero-loss allocation
+    free = keepable & delete_ok
+    # suffix sums over the rows that must be kept: count, fewest and most tokens
+    must_count = np.concatenate((np.cumsum(must[::-1])[::-1], [0])).tolist()
+    must_light = np.concatenate((np.cumsum(np.where(must, lightest, 0)[::-1])[::-1], [0])).tolist()
+    must_heavy = np.concatenate((np.cumsum(np.where(must, heaviest, 0)[::-1])[::-1], [0])).tolist()
+    free_rows = np.flatnonzero(free)
+    slot = np.full(n, -1, dtype=np.int64)
+    slot[free_rows] = np.arange(free_rows.size)
+    light = _Smallest(lightest[free_rows])
+    heavy = _Smallest(heaviest[free_rows])
+    slot_of = slot.tolist()
+
+    def completes(after: int, count: int, room: int) -> bool:
+        """Necessary: rows after..n-1 can add exactly ``room`` tokens keeping ``count`` records (or
+        at most ``count``, where the count is free)."""
+        if room < 0 or count < 0:
+            return False
+        extra = count - must_count[after]
+        if extra < 0:
+            return False
+        if not exact_count:
+            low = must_light[after]
+            high = must_heavy[after] + heavy.largest(min(extra, heavy.present))
+        else:
+            if extra > light.present:
+                return False
+            low = must_light[after] + light.smallest(extra)
+            high = must_heavy[after] + heavy.largest(extra)
+        return low <= room <= high
+
+    choice = np.full(n, -1, dtype=np.int64)
+    count, room = limit, budget
+    ok_rows = level_ok.tolist()
+    token_rows = tokens.tolist()
+    delete_rows = delete_ok.tolist()
+    for row in range(head):
+        if slot_of[row] >= 0:
+            light.remove(slot_of[row])
+            heavy.remove(slot_of[row])
+        for level, allowed in enumerate(ok_rows[row]):
+            if allowed and completes(row + 1, count - 1, room - token_rows[row][level]):
+                choice[row] = level
+                count, room = count - 1, room - token_rows[row][level]
+                break
+        else:
+            if not (delete_rows[row] and completes(row + 1, count, room)):
+                return None  # an earlier row's choice was let through but cannot be completed
+    tail_choice = _tail(level_ok[head:], delete_ok[head:], tokens[head:], count, room, exact_count)
+    if tail_choice is None:
+        return None
+    choice[head:] = tail_choice
+    return choice
+
+
+def _tail(level_ok: np.ndarray, delete_ok: np.ndarray, tokens: np.ndarray, count: int, room: int,
+          exact_count: bool) -> np.ndarray | None:
+    """The rows' first options, in order, that keep ``count`` records (at most ``count``, where the
+    count is free) with exactly ``room`` tokens, by a DP over (count, tokens); None where none do or
+    the DP would pass MAX_TAIL_BITS."""
+    rows = level_ok.shape[0]
+    if room < 0 or count < 0:
+        return None
+    # reach[r][c] has bit w where rows r.. can keep c records with w tokens; where the count is free
+    # and cannot bind, one count (index 0) stands for all
+    flat = not exact_count and count >= rows
+    counts = 1 if flat else min(count, rows) + 1
+    width = room + 1
+    if (rows + 1) * counts * width > MAX_TAIL_BITS:
+        return None
+    mask = (1 << width) - 1
+    ok_rows, token_rows, delete_rows = level_ok.tolist(), tokens.tolist(), delete_ok.tolist()
+    reach: list[list[int]] = [[0] * counts for _ in range(rows + 1)]
+    reach[rows][0] = 1
+    for r in range(rows - 1, -1, -1):
+        before, now = reach[r + 1], reach[r]
+        shifts = [token_rows[r][level] for level, allowed in enumerate(ok_rows[r]) if allowed]
+        for c in range(counts):
+            bits = before[c] if delete_rows[r] else 0
+            if flat or c:
+                for shift in shifts:
+                    bits |= before[c if flat else c - 1] << shift
+            now[c] = bits & mask
+
+    def completes(after: list[int], c: int, w: int) -> bool:
+        if w < 0 or c < 0:
+            return False
+        if flat:
+            return bool(after[0] >> w & 1)
+        if exact_count:
+            return c < counts and bool(after[c] >> w & 1)
+        return any(after[d] >> w & 1 for d in range(min(c, counts - 1) + 1))
+
+    if not completes(reach[0], count, room):
+        return None
+    choice = np.full(rows, -1, dtype=np.int64)
+    for r in range(rows):
+        for level, allowed in enumerate(ok_rows[r]):
+            if allowed and completes(reach[r + 1], count - 1, room - token_rows[r][level]):
+                choice[r] = level
+                count, room = count - 1, room - token_rows[r][level]
+                break
+        else:  # delete: the DP says some option completes, and no level did
+            assert delete_rows[r] and completes(reach[r + 1], count, room), "the tail DP lost its own completion"
+    return choice

@@ -1,0 +1,102 @@
+"""The count-limited tie-rule optimum where the bound is met (solver/tied.py): the dense DP's allocation
+wherever it answers, an answer wherever the exact tail covers every row, and the degenerate correlated
+classes at 1,000 records, which the counted DP's states overflow, answered at the bound."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memsolve.solver import core, make_instance, scale, tied
+from memsolve.solver.dp import solve_dp
+from memsolve.solver.instance import scaled_value
+
+
+def _correlated(seed: int, n: int, top: int = 12):
+    """Utility = tokens + a constant (0: subset-sum), a random budget and count limit."""
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 5))
+    tokens = rng.integers(1, top, size=(n, k))
+    utility = (tokens + int(rng.integers(0, 4))).astype(float)
+    budget = int(rng.integers(0, tokens.max(axis=1).sum() + 1))
+    return make_instance(tokens, utility, budget, max_records=int(rng.integers(0, n + 1)))
+
+
+def _tied(inst):
+    scaled = scale(inst)
+    red = core.reduce_instance(inst, scaled)
+    return scaled, red, tied.tied_counted(inst, scaled, red.multiplier, red.count_price, red.upper_bound)
+
+
+@pytest.mark.parametrize("tails", [(2, 4), (1, 3, 9), (64,)])
+def test_an_answer_is_the_dense_dps_and_a_tail_over_every_row_always_answers(tails, monkeypatch) -> None:
+    """Short tails leave the first rows to the necessary conditions (an answer must still be the tie
+    rule's, or none); a tail over every row is exact, so wherever an allocation meets the bound to the
+    unit and λ, μ are over half a unit, it answers."""
+    monkeypatch.setattr(tied, "TAILS", tails)
+    answered = 0
+    for seed in range(300):
+        inst = _correlated(seed, int(np.random.default_rng(seed + 1000).integers(1, 30)))
+        scaled, red, got = _tied(inst)
+        expected = solve_dp(inst, scaled).choice
+        if got is not None:
+            answered += 1
+            assert got.tolist() == expected.tolist(), seed
+        elif tails == (64,):
+            meets = scaled_value(scaled, expected) >= red.upper_bound - 0.25
+            assert not (meets and red.multiplier > 0.5 and not 0 < red.count_price <= 0.5), seed
+    assert answered > 60
+
+
+def test_no_answer_where_the_bound_is_not_met() -> None:
+    """Three records of 3 tokens worth 4 each, 5 tokens, 2 records: the bound holds 5/3 records (6.7),
+    one record fits (4)."""
+    inst = make_instance([[3], [3], [3]], [[4.0], [4.0], [4.0]], 5, max_records=2)
+    scaled, red, got = _tied(inst)
+    assert red.upper_bound > scaled_value(scaled, solve_dp(inst, scaled).choice) + 0.5
+    assert got is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 50), max_size=30), st.data())
+def test_smallest_sums_follow_removals(values, data) -> None:
+    smallest = tied._Smallest(np.array(values, dtype=np.int64))
+    present = list(range(len(values)))
+    for row in data.draw(st.permutations(range(len(values)))):
+        ordered = sorted(values[i] for i in present)
+        c = data.draw(st.integers(0, len(ordered)))
+        assert smallest.smallest(c) == sum(ordered[:c])
+        assert smallest.largest(c) == sum(ordered[len(ordered) - c:])
+        smallest.remove(row)
+        present.remove(row)
+    assert smallest.present == 0 and smallest.smallest(0) == 0
+
+
+def _pisinger(kind: str, n: int, limit: int):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from generators import generate
+
+    tokens, utility, budget = generate(kind, n, 1)
+    return make_instance(tokens, utility, int(budget), max_records=limit)
+
+
+@pytest.mark.parametrize("kind, limit", [("strongly", 700), ("strongly", 950), ("subset-sum", 599), ("subset-sum", 700)])
+def test_degenerate_classes_are_met_at_the_bound(kind, limit) -> None:
+    """Issue 18's strongly correlated and subset-sum classes, 1,000 records, the count limit binding with
+    the budget: every level worth exactly its price, the counted DP's states overflow, and the answer
+    keeps the limit and the budget exactly and is worth the bound (so no allocation is worth more)."""
+    inst = _pisinger(kind, 1000, limit)
+    scaled = scale(inst)
+    found = core._solve_counted(inst, scaled)
+    assert found is not None
+    solution, red = found
+    assert "met at the bound" in solution.detail
+    assert solution.status == "optimal" and solution.bound == solution.objective
+    assert solution.scaled_objective == round(red.upper_bound)
+    assert solution.tokens_used == inst.budget
+    assert solution.count == limit if kind == "strongly" else solution.count <= limit
