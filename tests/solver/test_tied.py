@@ -85,7 +85,8 @@ def _pisinger(kind: str, n: int, limit: int):
     return make_instance(tokens, utility, int(budget), max_records=limit)
 
 
-@pytest.mark.parametrize("kind, limit", [("strongly", 700), ("strongly", 950), ("subset-sum", 599), ("subset-sum", 700)])
+@pytest.mark.parametrize("kind, limit", [("strongly", 700), ("strongly", 950), ("subset-sum", 599),
+                                         ("subset-sum", 700)])
 def test_degenerate_classes_are_met_at_the_bound(kind, limit) -> None:
     """Issue 18's strongly correlated and subset-sum classes, 1,000 records, the count limit binding with
     the budget: every level worth exactly its price, the counted DP's states overflow, and the answer

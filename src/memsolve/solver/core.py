@@ -665,7 +665,8 @@ def _solve_counted(instance: Instance, scaled: Scaled) -> tuple[Solution, Reduct
         if choice is None:
             return None
         red = replace(red, incumbent=choice, incumbent_value=scaled_value(scaled, choice))
-        detail = f"core {red.core.size} of {instance.n} records; count limit met at the bound, every record at a level worth its price"
+        detail = (f"core {red.core.size} of {instance.n} records; count limit met at the bound, every record at a "
+                  "level worth its price")
     solution = make_solution(instance, scaled, choice, OPTIMAL, "dp", detail=detail)
     return replace(solution, bound=solution.objective), red
 
