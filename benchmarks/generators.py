@@ -44,12 +44,19 @@ def subset_sum(n: int, seed: int):
     return _pisinger(n, seed, lambda rng, w, r: w)
 
 
+def noisy(n: int, seed: int):
+    """Strongly correlated with float noise: utility = tokens + 10 + N(0, 1), as from a calibrated model
+    where the length is a feature (no two levels tied, unlike the integer classes)."""
+    return _pisinger(n, seed, lambda rng, w, r: w + 10 + rng.normal(0.0, 1.0, size=w.shape))
+
+
 CLASSES = {
     "memory": memory,
     "uncorrelated": uncorrelated,
     "weakly": weakly,
     "strongly": strongly,
     "subset-sum": subset_sum,
+    "noisy": noisy,
 }
 
 
