@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsolve.solver import core, make_instance, native, scale
+from memsolve.solver import core, kernel, make_instance, native, run, scale
 from memsolve.solver.core import _fill, _levels, _solve_counted, pareto_dp_counted, pareto_dp_counted_numpy
 from memsolve.solver.cpsat import solve_cpsat
 from memsolve.solver.dp import solve_dp
@@ -288,3 +288,20 @@ def test_a_core_left_large_by_the_filled_start_gets_the_unfilled_starts_guesses(
     found = _solve_counted(inst, scaled)
     assert found is not None and found[0].status == "optimal" and found[0].bound == found[0].objective
     assert found[0].count <= 360 and found[0].tokens_used <= inst.budget
+
+
+@needs(native.module() is not None, "the compiled kernel")
+def test_the_kernels_state_limit_and_the_prices_budget(monkeypatch) -> None:
+    """A solve that needs search states gives up under a lower state limit; the prices give up once
+    their solves have spent PRICE_STATES, and the engine's other ways then answer alike."""
+    inst = generated("memory", 400, 1, max_records=80)
+    scaled = scale(inst)
+    free = kernel.solve_kernel(replace(inst, max_records=None), scaled)
+    assert free is not None and free.states > 10
+    assert kernel.solve_kernel(replace(inst, max_records=None), scaled, state_limit=free.states // 2) is None
+    priced = solve_kernel_counted(inst, scaled)
+    assert priced is not None
+    monkeypatch.setattr(kernel, "PRICE_STATES", 10)
+    assert solve_kernel_counted(inst, scaled) is None
+    found = run(inst, "dp", "none", compare_greedy=False).solution
+    assert found.status == "optimal" and found.choice.tolist() == priced[0].choice.tolist()

@@ -425,6 +425,8 @@ typedef struct {
                          each row's row_width), else UINT64_MAX: rows are then asked one by one */
     int shortcut;     /* where the budget binds no row, the answer without search (fits_all; before the
                          hulls where fits_likely says so, and their counts are then not taken) */
+    size_t state_limit; /* states the search and the tie rule may each generate before the solve gives up,
+                           below their own limits (a count limit's prices); 0: their own limits */
 } Problem;
 
 /* option o of row i: a level 0..k-1, or k = delete */
@@ -2245,7 +2247,7 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
             if (option_ok(P, r, o) && (o == f || reduced(P, option_w(P, r, o), option_v(P, r, o)) >= reach))
                 merge_add(&merge, option_w(P, r, o) - fw, option_v(P, r, o) - fv, (int32_t)o);
         generated += count * (size_t)merge.s;
-        if (generated > PHASE1_LIMIT) {
+        if (generated > (P->state_limit && P->state_limit < PHASE1_LIMIT ? P->state_limit : PHASE1_LIMIT)) {
             int cut = count_cut_proves(P, inc_v, inc_w, step < 1 ? 1 : step);
             if (cut < 0) goto done;
             if (!cut) { rc = 1; goto done; }
@@ -2394,6 +2396,7 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
         double most = (double)F * (double)(room + 1) * (double)(k + 1);
         size_t limit2 = bounded_ties && most <= PHASE2_BOUNDED ? (size_t)PHASE2_BOUNDED
                         : bounded_ties == 1 ? (size_t)PHASE2_WIDE : (size_t)PHASE2_LIMIT;
+        if (P->state_limit && limit2 > P->state_limit) limit2 = P->state_limit;
         /* The lead: free rows in input order, each at its highest-fidelity kept option that the
            Lagrangian bound still allows with the rows before it at their lead options and the
            rows after it at their best (every higher option is then proven in no allocation worth
@@ -2706,8 +2709,9 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     int bounded_ties;
     Py_ssize_t n, k;
     int at_once = 0, banded = -1, shortcut = 0;
-    if (!PyArg_ParseTuple(args, "nnOOOLOOOi|pip", &n, &k, &o_tokens, &o_values, &o_usable, &capacity, &o_choice,
-                          &o_keep, &o_core, &bounded_ties, &at_once, &banded, &shortcut))
+    Py_ssize_t state_limit = 0;
+    if (!PyArg_ParseTuple(args, "nnOOOLOOOi|pipn", &n, &k, &o_tokens, &o_values, &o_usable, &capacity, &o_choice,
+                          &o_keep, &o_core, &bounded_ties, &at_once, &banded, &shortcut, &state_limit))
         return NULL;
     if (banded < 0) banded = band_mode(n);
     if (k < 0 || k > 62 || n < 0) {
@@ -2721,7 +2725,8 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     Py_buffer b[6];
     if (take_buffers(arg, b, 6) < 0) return NULL;
     PyObject *out = NULL;
-    Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, (int64_t)capacity, 0, 1, at_once, banded, UINT64_MAX, shortcut};
+    Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, (int64_t)capacity, 0, 1, at_once, banded, UINT64_MAX, shortcut,
+                 state_limit > 0 ? (size_t)state_limit : 0};
     Info info = {{0}, 0.0};
     int rc;
     rc = solve(&P, b[3].buf, b[4].buf, b[5].buf, bounded_ties, &info);  /* holds the GIL: one shared workspace */
@@ -3491,12 +3496,13 @@ static PyObject *kernel_counted_dp(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"solve", kernel_solve, METH_VARARGS,
-     "solve(n, k, tokens, values, usable, capacity, choice, keep, core, bounded_ties[, at_once, banded, shortcut]) -> "
+     "solve(n, k, tokens, values, usable, capacity, choice, keep, core, bounded_ties[, at_once, banded, shortcut, "
+     "state_limit]) -> "
      "info, or None past the limit (bounded_ties -1: the optimum only, no reduction nor tie rule; 2: as 1 with the tail "
      "by Pareto layers only; banded: -1 by the row count, 0 every hull, 1 band or tied split, 4 tied split only; tests: "
      "2 band forced, 3 a band one sample increment wide; shortcut: where the budget binds no row, the answer without "
      "search, as solve_arrays and solve_job take it; info's hull counts are -1 where a band was taken or the shortcut "
-     "before the hulls)"},
+     "before the hulls; state_limit: states the search and the tie rule may each generate, below their own limits)"},
     {"solve_arrays", kernel_solve_arrays, METH_VARARGS,
      "solve_arrays(n, k, tokens, utility, mask|None, budget, price, limit, bounded_ties, max_utility, choice) -> "
      "(objective, tokens_used, tie_rule), or None where the Python path answers"},

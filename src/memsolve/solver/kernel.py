@@ -22,6 +22,11 @@ MAX_CAPACITY = 2**40
 MAX_LEVELS = 62
 MAX_PRICES = 20  # kernel solves a count limit may take before the numpy path answers
 MAX_STALLS = 6  # ... and solves in a row that leave the count where it was
+# ... and search states they may generate in all: a price near the breakpoint can make the priced
+# instance as hard as subset-sum (noisy correlated utilities, 1,000-10,000 records, few kept: 1.4 and
+# 14.9 million states in one solve, 0.2-0.4 s before failing; where prices answer, memory-shaped or
+# not, 0.05-0.5 million in all)
+PRICE_STATES = 2_000_000
 # Past this many rows a dozen kernel solves cost more than the numpy path's reductions (measured:
 # memory-shaped 30,000 rows, M = 1,500: 50 ms priced, 900 ms numpy; 100,000 rows: a tie)
 PRICED_MAX_ROWS = 30_000
@@ -57,7 +62,7 @@ def applies(instance: Instance) -> bool:
 
 def solve_kernel(
     instance: Instance, scaled: Scaled, *, bounded_ties: bool = True, pareto_tail: bool = False,
-    tighten_at_once: bool = False, shortcut: bool = True,
+    tighten_at_once: bool = False, shortcut: bool = True, state_limit: int = 0,
 ) -> KernelResult | None:
     """The tie-rule optimum by the kernel, or None past its state limit (CP-SAT takes over).
 
@@ -72,7 +77,8 @@ def solve_kernel(
     reaches. ``shortcut``: where the budget binds no record (each at its most valuable level fits), that
     allocation without search, as ``solve_job`` and ``solve_arrays`` take it (before the hulls where a
     sample of records says so: the result's hull counts are then None); False for tests that compare
-    the hulls.
+    the hulls. ``state_limit``: states the search and the tie rule may each generate before the solve
+    gives up (None), where below the kernel's own limits; 0: those limits.
     """
     kernel = native.module()
     assert kernel is not None
@@ -86,7 +92,7 @@ def solve_kernel(
     try:
         mode = 2 if pareto_tail else int(bounded_ties)
         info = kernel.solve(n, k, tokens, values, usable, int(instance.budget), choice, keep, core, mode,
-                            tighten_at_once, -1, shortcut)
+                            tighten_at_once, -1, shortcut, state_limit)
     except RuntimeError as exc:  # an internal inconsistency: a bug, reported as a solver error
         raise SolverError(str(exc)) from None
     return None if info is None else _result(info, choice, keep, core)
@@ -186,21 +192,22 @@ def solve_kernel_counted(
         return None
     values, usable = scaled.values, scaled.usable
 
-    def priced(mu: int) -> KernelResult | None:
+    def priced(mu: int, spent: int) -> KernelResult | None:
         return solve_kernel(instance, Scaled(values - mu, usable & (values > mu), scaled.scale),
-                            bounded_ties=bounded_ties)
+                            bounded_ties=bounded_ties, state_limit=max(PRICE_STATES - spent, 1))
 
     lo, hi = 0, int(values[usable].max()) if usable.any() else 1  # priced at hi, no level is worth keeping
-    kept_lo, kept_hi, stalled = _kept(free), 0, 0
+    kept_lo, kept_hi, stalled, spent = _kept(free), 0, 0, 0
     mu = min(max(_estimate(instance, scaled, free.multiplier, limit), lo + 1), hi - 1)
     step = max(mu // 64, 1)
     # past a relative precision of 1e-7 the price is at the breakpoint itself: a duality gap
     for _ in range(MAX_PRICES):
         if hi - lo <= max(1, hi // 10**7):
             break
-        found = priced(mu)
+        found = priced(mu, spent)
         if found is None:
             return None
+        spent += found.states
         kept = _kept(found)
         # once bracketed, a count that no longer moves means the bracket closes on a jump past M
         stalled = stalled + 1 if step == 0 and kept in (kept_lo, kept_hi) else 0
@@ -210,6 +217,8 @@ def solve_kernel_counted(
             if bool((usable & (values == mu)).any()):
                 return None
             return found, mu
+        if spent > PRICE_STATES:
+            return None
         if kept > limit:
             lo, kept_lo = mu, kept
         else:
