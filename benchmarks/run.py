@@ -7,6 +7,8 @@
         --sizes 1000 10000 100000 --repeat 3        # with a binding count limit (max_records = 30 % of n)
     python benchmarks/run.py --count --kept 0.3 0.6 0.9 --sizes 1000 10000 --repeat 1
                                                     # limits at shares of the unlimited optimum's records
+    python benchmarks/run.py --random-shapes 40 --seed 100 --sizes 1000
+                                                    # random noisy correlated shapes with a count limit
 
 Every row is exactness-checked: each exact engine's objective must equal memsolve's reduced DP
 (to the scaling resolution). Times are milliseconds, best of --repeat, measured in this run;
@@ -209,6 +211,43 @@ def count_limited(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def random_shape(n: int, seed: int):
+    """A random noisy correlated shape with a count limit: k = 2-7 levels, utility = a·tokens + b + N(0, σ)
+    (σ from 0.3 to 30), a budget of 0.3-3 × the lightest levels' tokens, a limit of 10-100 % of the
+    records the unlimited optimum keeps."""
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(2, 8))
+    noise = float(rng.choice([0.3, 1.0, 3.0, 10.0, 30.0]))
+    tokens = rng.integers(1, 1000, size=(n, k)).astype(np.int64)
+    utility = np.clip(tokens * rng.uniform(0.5, 2) + rng.uniform(0, 50) + rng.normal(0, noise, size=tokens.shape),
+                      0.01, None)
+    budget = int(float(rng.choice([0.3, 0.5, 1.0, 2.0, 3.0])) * tokens.min(axis=1).sum())
+    unlimited = int((solve_arrays(tokens, utility, budget).choice >= 0).sum())
+    return tokens, utility, budget, max(0, int(rng.uniform(0.1, 1.0) * unlimited))
+
+
+def random_shapes(args: argparse.Namespace) -> int:
+    """--random-shapes N: N random noisy correlated shapes per size (seeds --seed ...), each solved
+    exactly (solve_arrays, engine dp, --time-limit for CP-SAT): which engine answered, and the slow ones."""
+    failures = 0
+    for n in args.sizes:
+        tally: dict[str, int] = {}
+        slow = []
+        for seed in range(args.seed, args.seed + args.random_shapes):
+            tokens, utility, budget, limit = random_shape(n, seed)
+            t, sol = best_of(1, lambda t=tokens, u=utility, b=budget, m=limit:
+                             solve_arrays(t, u, b, max_records=m, time_limit_s=args.time_limit))
+            key = sol.engine + ("" if sol.status == "optimal" else f" ({sol.status})")
+            tally[key] = tally.get(key, 0) + 1
+            if sol.engine != "dp" or t > 300:
+                slow.append(f"seed {seed}: {key}, {t:,.0f} ms")
+            failures += sol.status != "optimal"
+        print(f"n = {n:,}, seeds {args.seed}-{args.seed + args.random_shapes - 1}: {tally}")
+        for line in slow:
+            print("   ", line)
+    return 1 if failures else 0
+
+
 def versus_mcknap(args: argparse.Namespace) -> int:
     """Issue 18's table: memsolve's exact solve (solve_arrays, engine dp) on every class at 1k,
     10k and 100k records, against mcknap's time scaled to this machine."""
@@ -331,6 +370,8 @@ def main() -> int:
                         "against mcknap's times from the issue, scaled to this machine by argsort")
     parser.add_argument("--count", action="store_true", help="every class with a binding count limit "
                         "(max_records = 30%% of n): memsolve's exact solve against plain CP-SAT")
+    parser.add_argument("--random-shapes", type=int, default=0, metavar="N",
+                        help="N random noisy correlated shapes with a count limit per size, from --seed")
     parser.add_argument("--kept", type=float, nargs="+", default=None,
                         help="with --count: limits at these shares of the records the unlimited optimum keeps")
     args = parser.parse_args()
@@ -340,6 +381,8 @@ def main() -> int:
         return versus_mcknap(args)
     if args.count:
         return count_limited(args)
+    if args.random_shapes:
+        return random_shapes(args)
 
     table = Table(title=f"memsolve exact MCKP, milliseconds (best of {args.repeat})")
     for column in ("class", "n", "argsort", "memsolve dp", "ratio", "status", "numpy path", "memsolve cp-sat", "core",

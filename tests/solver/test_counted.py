@@ -106,6 +106,15 @@ def test_counted_dp_past_its_state_limits_declines(counted_dp, monkeypatch) -> N
                 counted_dp(inst, scaled, every, 0.0, 0.0, 0)
 
 
+@pytest.mark.parametrize("counted_dp", COUNTED_DPS)
+def test_counted_dp_takes_a_limit_past_any_count(counted_dp) -> None:
+    """A limit near 2**62 (no count can reach it) gives the unlimited tie-rule optimum."""
+    inst = make_instance([[2, 1], [3, 1], [4, 2]], [[5.0, 2.0], [6.0, 3.0], [7.0, 1.0]], 6, max_records=2**62)
+    scaled = scale(inst)
+    expected = solve_dp(replace(inst, max_records=None), scaled).choice.tolist()
+    assert counted_dp(inst, scaled, np.ones(3, dtype=bool), 0.0, 0.0, 0).tolist() == expected
+
+
 @needs(native.module() is not None, "the compiled kernel")
 def test_compiled_counted_dp_chooses_as_the_numpy_one_on_random_cores() -> None:
     """Cores of up to 14 rows, up to 5 levels (some masked), integer and float utilities, any λ, μ:

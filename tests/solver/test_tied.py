@@ -96,8 +96,22 @@ def test_degenerate_classes_are_met_at_the_bound(kind, limit) -> None:
     found = core._solve_counted(inst, scaled)
     assert found is not None
     solution, red = found
-    assert "met at the bound" in solution.detail
-    assert solution.status == "optimal" and solution.bound == solution.objective
-    assert solution.scaled_objective == round(red.upper_bound)
+    assert "met at the bound" in solution.detail and solution.status == "optimal"
+    assert solution.scaled_objective == round(red.upper_bound)  # the proof: worth the bound
     assert solution.tokens_used == inst.budget
     assert solution.count == limit if kind == "strongly" else solution.count <= limit
+
+
+def test_the_first_rows_by_their_bounds_choose_as_the_dense_dp_on_a_larger_instance() -> None:
+    """200 records, the last 64 by the exact tail, the first 136 by the count and token bounds: where it
+    answers, the tie rule's allocation (the dense DP's, over a table of 200 x 101 x 500 cells)."""
+    answered = 0
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        tokens = rng.integers(1, 9, size=(200, 3))
+        inst = make_instance(tokens, (tokens + 2).astype(float), int(rng.integers(400, 600)), max_records=100)
+        scaled, red, got = _tied(inst)
+        if got is not None:
+            answered += 1
+            assert got.tolist() == solve_dp(inst, scaled).choice.tolist(), seed
+    assert answered >= 3

@@ -425,8 +425,9 @@ typedef struct {
                          each row's row_width), else UINT64_MAX: rows are then asked one by one */
     int shortcut;     /* where the budget binds no row, the answer without search (fits_all; before the
                          hulls where fits_likely says so, and their counts are then not taken) */
-    size_t state_limit; /* states the search and the tie rule may each generate before the solve gives up,
-                           below their own limits (a count limit's prices); 0: their own limits */
+    size_t state_limit; /* states the search may generate before the solve gives up, below its own limit (a
+                           count limit's prices); 0: its own limit. (The tie rule keeps its limits: a priced
+                           optimum must come in the tie rule's order.) */
 } Problem;
 
 /* option o of row i: a level 0..k-1, or k = delete */
@@ -2396,7 +2397,6 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
         double most = (double)F * (double)(room + 1) * (double)(k + 1);
         size_t limit2 = bounded_ties && most <= PHASE2_BOUNDED ? (size_t)PHASE2_BOUNDED
                         : bounded_ties == 1 ? (size_t)PHASE2_WIDE : (size_t)PHASE2_LIMIT;
-        if (P->state_limit && limit2 > P->state_limit) limit2 = P->state_limit;
         /* The lead: free rows in input order, each at its highest-fidelity kept option that the
            Lagrangian bound still allows with the rows before it at their lead options and the
            rows after it at their best (every higher option is then proven in no allocation worth
@@ -3367,6 +3367,7 @@ static int counted_dp(Py_ssize_t n, Py_ssize_t k, const int64_t *tokens, const i
     if (counted_push(&C.states, &empty) < 0 || counted_push(&C.groups, &zero) < 0 || counted_push(&C.groups, &one) < 0)
         goto done;
     size_t work = 0;
+    Py_ssize_t most = limit < (int64_t)n ? (Py_ssize_t)limit : n;  /* records a state may keep */
     for (Py_ssize_t r = n - 1; r >= 0; r--) {
         size_t prev_at = C.layer[r + 1], prev_len = C.states.len - prev_at;
         Py_ssize_t prev_counts = C.counts[r + 1];
@@ -3374,7 +3375,7 @@ static int counted_dp(Py_ssize_t n, Py_ssize_t k, const int64_t *tokens, const i
         for (Py_ssize_t j = 0; j < k; j++) levels += usable[r * k + j];
         work += levels * prev_len;
         if (work > max_work) { rc = 1; goto done; }
-        Py_ssize_t counts = prev_counts + 1 <= limit + 1 ? prev_counts + 1 : (Py_ssize_t)limit + 1;
+        Py_ssize_t counts = prev_counts + 1 <= most + 1 ? prev_counts + 1 : most + 1;
         C.layer[r] = C.states.len;
         C.group[r] = C.groups.len;
         if (counted_push(&C.groups, &zero) < 0) goto done;
@@ -3502,7 +3503,7 @@ static PyMethodDef methods[] = {
      "by Pareto layers only; banded: -1 by the row count, 0 every hull, 1 band or tied split, 4 tied split only; tests: "
      "2 band forced, 3 a band one sample increment wide; shortcut: where the budget binds no row, the answer without "
      "search, as solve_arrays and solve_job take it; info's hull counts are -1 where a band was taken or the shortcut "
-     "before the hulls; state_limit: states the search and the tie rule may each generate, below their own limits)"},
+     "before the hulls; state_limit: states the search may generate, below its own limit)"},
     {"solve_arrays", kernel_solve_arrays, METH_VARARGS,
      "solve_arrays(n, k, tokens, utility, mask|None, budget, price, limit, bounded_ties, max_utility, choice) -> "
      "(objective, tokens_used, tie_rule), or None where the Python path answers"},

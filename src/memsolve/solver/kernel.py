@@ -22,11 +22,12 @@ MAX_CAPACITY = 2**40
 MAX_LEVELS = 62
 MAX_PRICES = 20  # kernel solves a count limit may take before the numpy path answers
 MAX_STALLS = 6  # ... and solves in a row that leave the count where it was
-# ... and search states they may generate in all: a price near the breakpoint can make the priced
-# instance as hard as subset-sum (noisy correlated utilities, 1,000-10,000 records, few kept: 1.4 and
-# 14.9 million states in one solve, 0.2-0.4 s before failing; where prices answer, memory-shaped or
-# not, 0.05-0.5 million in all)
-PRICE_STATES = 2_000_000
+# ... and states their searches for the optimum may generate in all: a price near the breakpoint can
+# make the priced instance as hard as subset-sum (noisy correlated utilities, 1,000-10,000 records, few
+# kept: 1.4 and 14.9 million states in one solve before the kernel's own limit, 0.2-0.5 s in all); where
+# prices answer, 0.05-0.5 million in all on memory-shaped records, 4-7.5 million on near-ties (random
+# noisy shapes of noise 0.3, where the counted DP's states overflow: 0.24-0.33 s, not CP-SAT's 5 s)
+PRICE_STATES = 8_000_000
 # Past this many rows a dozen kernel solves cost more than the numpy path's reductions (measured:
 # memory-shaped 30,000 rows, M = 1,500: 50 ms priced, 900 ms numpy; 100,000 rows: a tie)
 PRICED_MAX_ROWS = 30_000
@@ -77,8 +78,8 @@ def solve_kernel(
     reaches. ``shortcut``: where the budget binds no record (each at its most valuable level fits), that
     allocation without search, as ``solve_job`` and ``solve_arrays`` take it (before the hulls where a
     sample of records says so: the result's hull counts are then None); False for tests that compare
-    the hulls. ``state_limit``: states the search and the tie rule may each generate before the solve
-    gives up (None), where below the kernel's own limits; 0: those limits.
+    the hulls. ``state_limit``: states the optimum's search may generate before the solve gives up
+    (None), where below the kernel's own limit; 0: that limit (the tie rule keeps its own).
     """
     kernel = native.module()
     assert kernel is not None
@@ -207,7 +208,7 @@ def solve_kernel_counted(
         found = priced(mu, spent)
         if found is None:
             return None
-        spent += found.states
+        spent += found.search_states
         kept = _kept(found)
         # once bracketed, a count that no longer moves means the bracket closes on a jump past M
         stalled = stalled + 1 if step == 0 and kept in (kept_lo, kept_hi) else 0
