@@ -115,3 +115,12 @@ def test_the_first_rows_by_their_bounds_choose_as_the_dense_dp_on_a_larger_insta
             answered += 1
             assert got.tolist() == solve_dp(inst, scaled).choice.tolist(), seed
     assert answered >= 3
+
+
+@pytest.mark.parametrize("kind, tied_first", [("strongly", True), ("subset-sum", True), ("memory", False),
+                                              ("weakly", False)])
+def test_tied_goes_first_on_the_degenerate_classes_only(kind, tied_first) -> None:
+    from memsolve.solver.reduce import relax
+
+    inst = _pisinger(kind, 300, 200)
+    assert core._mostly_tied(relax(inst, scale(inst))) is tied_first

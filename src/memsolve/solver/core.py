@@ -253,7 +253,7 @@ COUNTED_GUESS_ROWS = (4, 16, 40)
 
 
 def reduce_instance(
-    instance: Instance, scaled: Scaled, greedy_choice: np.ndarray | None = None
+    instance: Instance, scaled: Scaled, greedy_choice: np.ndarray | None = None, lp: Relaxation | None = None
 ) -> Reduction:
     """LP relaxation, a strong incumbent, and bound fixing against it.
 
@@ -266,7 +266,7 @@ def reduce_instance(
     core has more rows than the largest of them; where the core stays too large for any DP, the
     GUESS_ROWS guesses from the best unfilled start (the route before the fill) are tried too.
     """
-    lp = relax(instance, scaled)
+    lp = relax(instance, scaled) if lp is None else lp
     limit = instance.max_records
     if limit is None:
         return _guessed(instance, scaled, lp, fix(lp, scaled, lp.floor), GUESS_ROWS, dense=True)
@@ -656,17 +656,41 @@ def _solve_counted(instance: Instance, scaled: Scaled) -> tuple[Solution, Reduct
     core, or None where that core is too large for it. Tried before the kernel's prices: where a
     level is worth exactly the price or the count jumps past the limit (uncorrelated and weakly
     correlated classes) the prices fail after up to MAX_PRICES kernel solves."""
-    red = reduce_instance(instance, scaled)
+    lp = relax(instance, scaled)
+    tried = _mostly_tied(lp)
+    if tried:  # the degenerate classes: no bound prunes the counted DP's states (tied.py)
+        found = _tied_solution(instance, scaled, lp)
+        if found is not None:
+            return found
+    red = reduce_instance(instance, scaled, lp=lp)
     # (where the kernel's prices will not run, the dense DP may take a core too large for this one)
     choice = _solve_core(instance, scaled, red, dense=instance.n > PRICED_MAX_ROWS)
-    detail = f"core {red.core.size} of {instance.n} records; count limit by the counted DP"
     if choice is None:
-        choice = tied_counted(instance, scaled, red.multiplier, red.count_price, red.upper_bound)
-        if choice is None:
-            return None
-        red = replace(red, incumbent=choice, incumbent_value=scaled_value(scaled, choice))
-        detail = (f"core {red.core.size} of {instance.n} records; count limit met at the bound, every record at a "
-                  "level worth its price")
+        return None if tried else _tied_solution(instance, scaled, lp)
+    detail = f"core {red.core.size} of {instance.n} records; count limit by the counted DP"
+    solution = make_solution(instance, scaled, choice, OPTIMAL, "dp", detail=detail)
+    return replace(solution, bound=solution.objective), red
+
+
+# tied.py goes before the counted DP where more than this share of the rows has two options or more of
+# zero reduced loss at (λ, μ) (strongly correlated and subset-sum: every row; memory-shaped, noisy: none)
+TIED_SHARE = 0.5
+
+
+def _mostly_tied(lp: Relaxation) -> bool:
+    loss = lp.row_best - np.where(lp.usable, lp.reduced, -np.inf)
+    tolerance = 1e-9 * (np.abs(lp.row_best) + 1.0)
+    return bool(((loss <= tolerance).sum(axis=0) >= 2).mean() > TIED_SHARE)
+
+
+def _tied_solution(instance: Instance, scaled: Scaled, lp: Relaxation) -> tuple[Solution, Reduction] | None:
+    """tied.py's answer with the reduction against it, or None."""
+    choice = tied_counted(instance, scaled, lp.multiplier, lp.count_price, lp.upper_bound)
+    if choice is None:
+        return None
+    red = fix(lp, scaled, choice)
+    detail = (f"core {red.core.size} of {instance.n} records; count limit met at the bound, every record at a "
+              "level worth its price")
     solution = make_solution(instance, scaled, choice, OPTIMAL, "dp", detail=detail)
     return replace(solution, bound=solution.objective), red
 
