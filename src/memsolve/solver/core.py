@@ -11,8 +11,10 @@ CP-SAT.
 When the compiled kernel is built (:mod:`.kernel`), the engines use :func:`solve_kernel_reduced`
 instead: the same reductions and tie rule in C, with an expanding core. A binding count limit is
 met there either by a price per kept record in the kernel or by this module's counted DP on the
-(λ, μ) reduction, whichever :func:`_prices_first` puts first; this module's numpy path remains the
-fallback (no kernel, its state limit, or a count limit neither way meets).
+(λ, μ) reduction (in C as the kernel's ``counted_dp`` when built), whichever :func:`_prices_first`
+puts first, or, on the degenerate correlated classes whose every level is worth its price, by
+:mod:`.tied`; this module's numpy path remains the fallback (no kernel, its state limit, or a count
+limit no way meets).
 """
 
 from __future__ import annotations
@@ -653,9 +655,10 @@ def _prices_first(instance: Instance, scaled: Scaled) -> bool:
 
 def _solve_counted(instance: Instance, scaled: Scaled) -> tuple[Solution, Reduction] | None:
     """A binding count limit by the numpy reduction at (λ, μ) and the counted sparse DP on its
-    core, or None where that core is too large for it. Tried before the kernel's prices: where a
-    level is worth exactly the price or the count jumps past the limit (uncorrelated and weakly
-    correlated classes) the prices fail after up to MAX_PRICES kernel solves."""
+    core, or by tied.py where the bound is met at zero loss (first where most rows tie, else where
+    the core is too large for the DP); None where neither answers. Tried before the kernel's prices
+    except on distinct values: where a level is worth exactly the price or the count jumps past the
+    limit (integer utilities) the prices fail after up to MAX_PRICES kernel solves."""
     lp = relax(instance, scaled)
     tried = _mostly_tied(lp)
     if tried:  # the degenerate classes: no bound prunes the counted DP's states (tied.py)
@@ -678,6 +681,9 @@ TIED_SHARE = 0.5
 
 
 def _mostly_tied(lp: Relaxation) -> bool:
+    """Whether more than TIED_SHARE of the rows have two or more options of zero loss at (λ, μ)."""
+    if not lp.row_best.size:
+        return False
     loss = lp.row_best - np.where(lp.usable, lp.reduced, -np.inf)
     tolerance = 1e-9 * (np.abs(lp.row_best) + 1.0)
     return bool(((loss <= tolerance).sum(axis=0) >= 2).mean() > TIED_SHARE)
