@@ -51,6 +51,15 @@ def test_the_second_solve_runs_only_where_cp_sats_allocation_is_reported(monkeyp
     tied = make_instance([[3, 1], [3, 1], [3, 2]], [[3.0, 1.0], [3.0, 1.0], [3.0, 2.0]], 5)
     checked = engines.run(tied, "cp-sat", "dp", compare_greedy=False)
     assert checked.solution.engine == "dp" and True not in asked
-    alone = engines.run(tied, "cp-sat", "none", compare_greedy=False)
+    # alone, CP-SAT's allocation is reported: the second solve runs where an optimum may leave tokens
+    # unused (2 tokens worth 3, or 1 token worth 3: the bound, 4.5 at λ = 1.5, is 1.5 above them) ...
+    either = make_instance([[2], [1]], [[3.0], [3.0]], 2)
+    alone = engines.run(either, "cp-sat", "none", compare_greedy=False)
     assert alone.solution.engine == "cp-sat" and asked[-1] is True
-    assert alone.solution.tokens_used == checked.solution.tokens_used  # the tie rule's fewest tokens
+    assert alone.solution.tokens_used == 1  # the tie rule's fewest tokens
+    # ... and not where every optimum fills the budget (each level worth 1 per token: any optimum
+    # holds 5 tokens, and the bound equals the optimum)
+    asked.clear()
+    filled = engines.run(tied, "cp-sat", "none", compare_greedy=False)
+    assert filled.solution.engine == "cp-sat" and asked == [False]
+    assert filled.solution.tokens_used == checked.solution.tokens_used == 5

@@ -262,6 +262,8 @@ def _reported(job: Job, solution: Solution) -> Solution:
     where its allocation is the one shown (beside a proven DP the second solve would be lost)."""
     if solution.engine != "cp-sat" or solution.status != OPTIMAL:
         return solution
+    if _every_optimum_fills_the_budget(job, solution):
+        return solution
     fewest = solve_cpsat_reduced(job.instance, job.scaled, job.shared_reduction(), time_limit_s=job.time_limit_s,
                                  fewest_tokens=True)
     if fewest.status != OPTIMAL or fewest.scaled_objective != solution.scaled_objective:
@@ -294,3 +296,15 @@ def _feasible(instance: Instance, solution: Solution) -> Solution:
     except AssertionError as exc:
         raise SolverError(f"{solution.engine} returned an infeasible allocation: {exc}") from None
     return solution
+
+
+def _every_optimum_fills_the_budget(job: Job, solution: Solution) -> bool:
+    """Whether the optimum's own tokens are the fewest of any optimum's: it fills the budget, and the
+    bound U(λ, μ) is less than λ above its value. (Any allocation is worth U less its levels' reduced
+    losses, λ per token it leaves unused and μ per record under the limit: one token short would cost
+    more than the gap, so every optimum fills the budget too.)"""
+    if solution.tokens_used != job.instance.budget or solution.scaled_objective is None:
+        return False
+    red = job.shared_reduction()
+    gap = red.upper_bound - solution.scaled_objective
+    return red.multiplier > gap + 1e-9 * abs(red.upper_bound) + 1.0
