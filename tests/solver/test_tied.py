@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from memsolve.solver import core, make_instance, scale, tied
 from memsolve.solver.dp import solve_dp
 from memsolve.solver.instance import scaled_value
+from memsolve.solver.reduce import relax
 
 
 def _correlated(seed: int, n: int, top: int = 12):
@@ -29,8 +30,8 @@ def _correlated(seed: int, n: int, top: int = 12):
 
 def _tied(inst):
     scaled = scale(inst)
-    red = core.reduce_instance(inst, scaled)
-    return scaled, red, tied.tied_counted(inst, scaled, red.multiplier, red.count_price, red.upper_bound)
+    lp = relax(inst, scaled)
+    return scaled, lp, tied.tied_counted(inst, scaled, lp)
 
 
 @pytest.mark.parametrize("tails", [(2, 4), (1, 3, 9), (64,)])
@@ -42,14 +43,14 @@ def test_an_answer_is_the_dense_dps_and_a_tail_over_every_row_always_answers(tai
     answered = 0
     for seed in range(300):
         inst = _correlated(seed, int(np.random.default_rng(seed + 1000).integers(1, 30)))
-        scaled, red, got = _tied(inst)
+        scaled, lp, got = _tied(inst)
         expected = solve_dp(inst, scaled).choice
         if got is not None:
             answered += 1
             assert got.tolist() == expected.tolist(), seed
         elif tails == (64,):
-            meets = scaled_value(scaled, expected) >= red.upper_bound - 0.25
-            assert not (meets and red.multiplier > 0.5 and not 0 < red.count_price <= 0.5), seed
+            meets = scaled_value(scaled, expected) >= lp.upper_bound - 0.25
+            assert not (meets and lp.multiplier > 0.5 and not 0 < lp.count_price <= 0.5), seed
     assert answered > 60
 
 
@@ -57,8 +58,8 @@ def test_no_answer_where_the_bound_is_not_met() -> None:
     """Three records of 3 tokens worth 4 each, 5 tokens, 2 records: the bound holds 5/3 records (6.7),
     one record fits (4)."""
     inst = make_instance([[3], [3], [3]], [[4.0], [4.0], [4.0]], 5, max_records=2)
-    scaled, red, got = _tied(inst)
-    assert red.upper_bound > scaled_value(scaled, solve_dp(inst, scaled).choice) + 0.5
+    scaled, lp, got = _tied(inst)
+    assert lp.upper_bound > scaled_value(scaled, solve_dp(inst, scaled).choice) + 0.5
     assert got is None
 
 
@@ -110,7 +111,7 @@ def test_the_first_rows_by_their_bounds_choose_as_the_dense_dp_on_a_larger_insta
         rng = np.random.default_rng(seed)
         tokens = rng.integers(1, 9, size=(200, 3))
         inst = make_instance(tokens, (tokens + 2).astype(float), int(rng.integers(400, 600)), max_records=100)
-        scaled, red, got = _tied(inst)
+        scaled, _, got = _tied(inst)
         if got is not None:
             answered += 1
             assert got.tolist() == solve_dp(inst, scaled).choice.tolist(), seed
@@ -120,7 +121,5 @@ def test_the_first_rows_by_their_bounds_choose_as_the_dense_dp_on_a_larger_insta
 @pytest.mark.parametrize("kind, tied_first", [("strongly", True), ("subset-sum", True), ("memory", False),
                                               ("weakly", False)])
 def test_tied_goes_first_on_the_degenerate_classes_only(kind, tied_first) -> None:
-    from memsolve.solver.reduce import relax
-
     inst = _pisinger(kind, 300, 200)
     assert core._mostly_tied(relax(inst, scale(inst))) is tied_first

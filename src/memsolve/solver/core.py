@@ -691,7 +691,7 @@ def _mostly_tied(lp: Relaxation) -> bool:
 
 def _tied_solution(instance: Instance, scaled: Scaled, lp: Relaxation) -> tuple[Solution, Reduction] | None:
     """tied.py's answer with the reduction against it, or None."""
-    choice = tied_counted(instance, scaled, lp.multiplier, lp.count_price, lp.upper_bound)
+    choice = tied_counted(instance, scaled, lp)
     if choice is None:
         return None
     red = fix(lp, scaled, choice)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from .instance import Instance, Scaled, scaled_value
+from .reduce import Relaxation
 
 TAILS = (64, 128, 256, 512)  # rows of the exact tail, tried in turn
 MAX_TAIL_BITS = 1 << 28  # (count, tokens) bits the tail's layers may hold in all (32 MiB)
@@ -77,12 +78,11 @@ class _Smallest:
         return self.total - self.smallest(self.present - c)
 
 
-def tied_counted(instance: Instance, scaled: Scaled, multiplier: float, count_price: float,
-                 upper_bound: float) -> np.ndarray | None:
-    """The tie-rule optimum when an allocation meets the bound U(λ, μ) = ``upper_bound`` with λ =
-    ``multiplier`` and μ = ``count_price`` (scaled units), else None (the bound is not met, not
-    met by whole units, or the search could not prove its choices)."""
+def tied_counted(instance: Instance, scaled: Scaled, lp: Relaxation) -> np.ndarray | None:
+    """The tie-rule optimum when an allocation meets the relaxation's bound U(λ, μ), else None (the
+    bound is not met, not met by whole units, or the search could not prove its choices)."""
     n, limit = instance.n, instance.max_records
+    multiplier, count_price, upper_bound = lp.multiplier, lp.count_price, lp.upper_bound
     # λ, μ above half a unit: an allocation short of B tokens or M records loses at least that much,
     # so every allocation worth more than U - 1/2 has them all (μ = 0: the count is free up to M)
     if limit is None or n == 0 or multiplier <= 0.5 or 0 < count_price <= 0.5:
@@ -90,8 +90,8 @@ def tied_counted(instance: Instance, scaled: Scaled, multiplier: float, count_pr
     exact_count = count_price > 0.5
     values = scaled.values.astype(np.float64)
     tokens = instance.tokens
-    reduced = np.where(scaled.usable, values - multiplier * tokens - count_price, -np.inf)
-    row_best = np.maximum(reduced.max(axis=1, initial=-np.inf), 0.0)
+    reduced = lp.reduced[:-1].T  # (n, k): v - λ·s - μ, -inf where not usable
+    row_best = lp.row_best  # at least delete's 0
     # zero loss, to the losses' rounding; the answer is checked in whole units below, so a level of a
     # tiny true loss let in here can cost an answer, never make a wrong one
     magnitude = float(np.abs(values[scaled.usable]).max(initial=0.0)) + multiplier * float(tokens.max(initial=0))
