@@ -86,12 +86,14 @@ def _pisinger(kind: str, n: int, limit: int):
     return make_instance(tokens, utility, int(budget), max_records=limit)
 
 
-@pytest.mark.parametrize("kind, limit", [("strongly", 700), ("strongly", 950), ("subset-sum", 599),
-                                         ("subset-sum", 700)])
+@pytest.mark.parametrize("kind, limit", [("strongly", 600), ("strongly", 700), ("strongly", 900), ("strongly", 950),
+                                         ("subset-sum", 599), ("subset-sum", 700)])
 def test_degenerate_classes_are_met_at_the_bound(kind, limit) -> None:
     """Issue 18's strongly correlated and subset-sum classes, 1,000 records, the count limit binding with
     the budget: every level worth exactly its price, the counted DP's states overflow, and the answer
-    keeps the limit and the budget exactly and is worth the bound (so no allocation is worth more)."""
+    keeps the limit and the budget exactly and is worth the bound (so no allocation is worth more).
+    Strongly correlated at 600 and 900 records (60 and 90 % of the unlimited optimum's) walks the most
+    tokens' end, where only _Edges finds the totals reached."""
     inst = _pisinger(kind, 1000, limit)
     scaled = scale(inst)
     found = core._solve_counted(inst, scaled)
@@ -123,3 +125,77 @@ def test_the_first_rows_by_their_bounds_choose_as_the_dense_dp_on_a_larger_insta
 def test_tied_goes_first_on_the_degenerate_classes_only(kind, tied_first) -> None:
     inst = _pisinger(kind, 300, 200)
     assert core._mostly_tied(relax(inst, scale(inst))) is tied_first
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_edges_hold_every_total_each_suffix_reaches_by_count(data) -> None:
+    """_Edges against enumeration: for every suffix and count, the fewest and most tokens, and (the
+    tokens here span less than EDGE_BITS) exactly the totals reached, from either end."""
+    n = data.draw(st.integers(0, 6))
+    k = data.draw(st.integers(1, 3))
+    tokens = np.array(data.draw(st.lists(st.lists(st.integers(0, 9), min_size=k, max_size=k), min_size=n,
+                                         max_size=n)), dtype=np.int64).reshape(n, k)
+    level_ok = np.array(data.draw(st.lists(st.lists(st.booleans(), min_size=k, max_size=k), min_size=n,
+                                           max_size=n)), dtype=bool).reshape(n, k)
+    keepable = level_ok.any(axis=1)
+    delete_ok = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool) | ~keepable
+    big = np.iinfo(np.int64).max // 64
+    lightest = np.where(level_ok, tokens, big).min(axis=1)
+    heaviest = np.where(level_ok, tokens, -1).max(axis=1)
+    counts = data.draw(st.integers(0, n))
+    edges = tied._Edges(level_ok, delete_ok, keepable, tokens, lightest, heaviest, counts)
+    for start in range(n + 1):
+        reached: set[tuple[int, int]] = {(0, 0)}  # (count, tokens) over rows start..
+        for row in range(n - 1, start - 1, -1):
+            kept = {(c + 1, w + int(tokens[row, o])) for c, w in reached for o in range(k) if level_ok[row, o]}
+            reached = kept | (reached if delete_ok[row] else set())
+        for count in range(counts + 1):
+            totals = {w for c, w in reached if c == count}
+            for room in range(-1, 9 * n + 2):
+                assert edges.completes(start, count, room) == (room in totals), (start, count, room)
+            if totals:
+                assert (edges.fewest[start, count], edges.most[start, count]) == (min(totals), max(totals))
+
+
+def _near_an_end(seed: int, n: int = 60):
+    """Strongly correlated records of 1 to 999 tokens, the budget within 60 tokens of the most (odd
+    seeds) or the fewest (even) that the count limit's records can hold: the walk meets the ends."""
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(1, 1000, size=(n, 5))
+    limit = int(rng.integers(n // 4, n))
+    if seed % 2:
+        budget = int(np.sort(tokens.max(axis=1))[::-1][:limit].sum()) - int(rng.integers(0, 60))
+    else:
+        budget = int(np.sort(tokens.min(axis=1))[:limit].sum()) + int(rng.integers(0, 60))
+    return make_instance(tokens, (tokens + 10).astype(float), budget, max_records=limit)
+
+
+def test_the_ends_of_the_ranges_answer_as_the_exact_tail_over_every_row(monkeypatch) -> None:
+    """With the head's walk over all but 8 rows, the ends' tables answer wherever the exact tail over
+    all 60 rows does, with its allocation; the ranges alone (no tables) answer far less often."""
+    answers = {"ranges": 0, "edges": 0, "exact": 0}
+    for seed in range(60):
+        inst = _near_an_end(seed)
+        scaled = scale(inst)
+        lp = relax(inst, scaled)
+        monkeypatch.setattr(tied, "TAILS", (8,))
+        monkeypatch.setattr(tied, "EDGE_CELLS", 0)
+        ranges = tied.tied_counted(inst, scaled, lp)
+        monkeypatch.undo()
+        monkeypatch.setattr(tied, "TAILS", (8,))
+        edges = tied.tied_counted(inst, scaled, lp)
+        monkeypatch.setattr(tied, "TAILS", (60,))
+        monkeypatch.setattr(tied, "MAX_TAIL_BITS", 1 << 31)
+        exact = tied.tied_counted(inst, scaled, lp)
+        monkeypatch.undo()
+        assert (edges is None) == (exact is None), seed
+        if exact is not None:
+            assert edges.tolist() == exact.tolist(), seed
+        if ranges is not None:
+            assert ranges.tolist() == exact.tolist(), seed
+        answers["ranges"] += ranges is not None
+        answers["edges"] += edges is not None
+        answers["exact"] += exact is not None
+    assert answers["edges"] == answers["exact"] >= 15
+    assert answers["ranges"] < answers["edges"] // 2

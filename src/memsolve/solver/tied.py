@@ -10,11 +10,13 @@ tie rule asks for the one whose rows, in input order, take their highest fidelit
 :func:`tied_counted` builds it row by row: each row takes its first zero-loss option (levels in
 order, delete last) after which the rows still to come can complete the count and the tokens. For
 all but the last TAIL rows that test is a pair of necessary conditions (the fewest and most tokens
-the rows to come can add with that many records kept), exact in what it rejects; for the last rows
-it is exact, by a DP over (count, tokens). A choice the conditions let through but the tail cannot
-complete ends the search without an answer, never with a wrong one; an answer is checked against
-the bound (worth more than U − ½ in integer scaled units, so no allocation is worth more) and against
-the levels of nonzero loss (none could take part in an optimum).
+the rows to come can add with that many records kept), exact in what it rejects, and, where the
+count is exact and the tables fit (:class:`_Edges`), exact within EDGE_BITS tokens of either end,
+where the walk's preference for high fidelity drives it (the most tokens minus one is often out of
+reach); for the last rows it is exact, by a DP over (count, tokens). A choice the conditions let
+through but the tail cannot complete ends the search without an answer, never with a wrong one; an
+answer is checked against the bound (worth more than U − ½ in integer scaled units, so no allocation
+is worth more) and against the levels of nonzero loss (none could take part in an optimum).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from .reduce import Relaxation
 
 TAILS = (64, 128, 256, 512)  # rows of the exact tail, tried in turn
 MAX_TAIL_BITS = 1 << 28  # (count, tokens) bits the tail's layers may hold in all (32 MiB)
+EDGE_BITS = 64  # tokens either end of a suffix's range within which _Edges is exact
+EDGE_CELLS = 1 << 21  # (row, count) cells _Edges may hold (32 bytes each: 64 MiB)
 
 
 class _Smallest:
@@ -78,6 +82,76 @@ class _Smallest:
         return self.total - self.smallest(self.present - c)
 
 
+class _Edges:
+    """For every suffix of rows and exact count c: the fewest and most tokens the suffix can hold
+    keeping c records (each kept row at a zero-loss level, rows that must be kept kept), and which
+    totals within EDGE_BITS of either end it reaches exactly (bit d: the most minus d, or the fewest
+    plus d). The head's walk takes each row's highest fidelity that leaves the rest completable and so
+    rides the ends of those ranges, where the totals thin out (most - 1 is often unreachable): there
+    the test is exact; in between it is the range alone, as without the tables."""
+
+    def __init__(self, level_ok: np.ndarray, delete_ok: np.ndarray, keepable: np.ndarray, tokens: np.ndarray,
+                 lightest: np.ndarray, heaviest: np.ndarray, counts: int) -> None:
+        n = level_ok.shape[0]
+        big = np.int64(1 << 62)
+        width = counts + 1
+        self.most = np.full((n + 1, width), -big, dtype=np.int64)
+        self.fewest = np.full((n + 1, width), big, dtype=np.int64)
+        self.below_most = np.zeros((n + 1, width), dtype=np.uint64)  # bit d: most - d reached
+        self.above_fewest = np.zeros((n + 1, width), dtype=np.uint64)  # bit d: fewest + d reached
+        self.most[n, 0] = self.fewest[n, 0] = 0
+        self.below_most[n, 0] = self.above_fewest[n, 0] = 1
+        for r in range(n - 1, -1, -1):
+            # rows r.. keep at most n - r records: the counts above stay unreachable
+            top = min(counts, n - r) + 1
+            most, fewest = self.most[r + 1, :top], self.fewest[r + 1, :top]
+            below, above = self.below_most[r + 1, :top], self.above_fewest[r + 1, :top]
+            # the suffix from r + 1 with one record fewer (count c - 1 at index c)
+            most_1, fewest_1 = _one_fewer(most, -big), _one_fewer(fewest, big)
+            below_1, above_1 = _one_fewer(below, np.uint64(0)), _one_fewer(above, np.uint64(0))
+            skip, keep = bool(delete_ok[r]), bool(keepable[r])
+            new_most = np.maximum(most if skip else -big, heaviest[r] + most_1 if keep else -big)
+            new_fewest = np.minimum(fewest if skip else big, lightest[r] + fewest_1 if keep else big)
+            new_below = _shifted(below, new_most - most) if skip else np.zeros(top, dtype=np.uint64)
+            new_above = _shifted(above, fewest - new_fewest) if skip else np.zeros(top, dtype=np.uint64)
+            if keep:  # every zero-loss level's tokens at once (rows of the 2-d shifts)
+                w = np.unique(tokens[r][level_ok[r]])[:, None]
+                new_below |= np.bitwise_or.reduce(_shifted(below_1, new_most - w - most_1), axis=0)
+                new_above |= np.bitwise_or.reduce(_shifted(above_1, w + fewest_1 - new_fewest), axis=0)
+            self.most[r, :top], self.fewest[r, :top] = new_most, new_fewest
+            self.below_most[r, :top], self.above_fewest[r, :top] = new_below, new_above
+        self.counts = counts
+
+    def completes(self, after: int, count: int, room: int) -> bool:
+        """Whether rows after.. may hold exactly ``room`` tokens keeping ``count`` records: exact within
+        EDGE_BITS of the fewest and the most, the range alone in between."""
+        if count > self.counts:
+            return False
+        fewest, most = int(self.fewest[after, count]), int(self.most[after, count])
+        if not fewest <= room <= most:
+            return False
+        if most - room < EDGE_BITS:
+            return bool(int(self.below_most[after, count]) >> (most - room) & 1)
+        if room - fewest < EDGE_BITS:
+            return bool(int(self.above_fewest[after, count]) >> (room - fewest) & 1)
+        return True
+
+
+def _one_fewer(by_count: np.ndarray, none) -> np.ndarray:
+    """The array by count c - 1 at index c (``none`` at 0), in the same dtype."""
+    out = np.empty_like(by_count)
+    out[0] = none
+    out[1:] = by_count[:-1]
+    return out
+
+
+def _shifted(bits: np.ndarray, by: np.ndarray) -> np.ndarray:
+    """bits << by, element by element, 0 where by is outside 0..63 (a total that far from the end
+    leaves the window; where the source is unreachable, its bits are 0 whatever by is)."""
+    inside = (by >= 0) & (by < EDGE_BITS)
+    return np.where(inside, bits << np.where(inside, by, 0).astype(np.uint64), np.uint64(0))
+
+
 def tied_counted(instance: Instance, scaled: Scaled, lp: Relaxation) -> np.ndarray | None:
     """The tie-rule optimum when an allocation meets the relaxation's bound U(λ, μ), else None (the
     bound is not met, not met by whole units, or the search could not prove its choices)."""
@@ -107,10 +181,14 @@ def tied_counted(instance: Instance, scaled: Scaled, lp: Relaxation) -> np.ndarr
     lightest = np.where(level_ok, tokens, big).min(axis=1)
     heaviest = np.where(level_ok, tokens, -1).max(axis=1)
 
+    # the ends of the suffixes' ranges, exactly, where the count is exact and the tables fit
+    counts = min(limit, n)
+    edges = _Edges(level_ok, delete_ok, keepable, tokens, lightest, heaviest, counts) if (
+        exact_count and (n + 1) * (counts + 1) <= EDGE_CELLS) else None
     choice = None
     for tail in TAILS:
         choice = _build(instance, level_ok, delete_ok, keepable, lightest, heaviest, min(tail, n), budget, limit,
-                        exact_count)
+                        exact_count, edges)
         if choice is not None or tail >= n:
             break
     if choice is None:
@@ -130,8 +208,9 @@ def tied_counted(instance: Instance, scaled: Scaled, lp: Relaxation) -> np.ndarr
 
 def _build(instance: Instance, level_ok: np.ndarray, delete_ok: np.ndarray, keepable: np.ndarray,
            lightest: np.ndarray, heaviest: np.ndarray, tail: int, budget: int, limit: int,
-           exact_count: bool) -> np.ndarray | None:
-    """Rows 0..n-tail-1 by the necessary conditions, the last ``tail`` rows by the exact DP."""
+           exact_count: bool, edges: _Edges | None) -> np.ndarray | None:
+    """Rows 0..n-tail-1 by the necessary conditions (exact near the ends of the ranges where ``edges``
+    is given), the last ``tail`` rows by the exact DP."""
     n = instance.n
     head = n - tail
     tokens = instance.tokens
@@ -150,9 +229,11 @@ def _build(instance: Instance, level_ok: np.ndarray, delete_ok: np.ndarray, keep
 
     def completes(after: int, count: int, room: int) -> bool:
         """Necessary: rows after..n-1 can add exactly ``room`` tokens keeping ``count`` records (or
-        at most ``count``, where the count is free)."""
+        at most ``count``, where the count is free); exact within EDGE_BITS of either end."""
         if room < 0 or count < 0:
             return False
+        if edges is not None:
+            return edges.completes(after, count, room)
         extra = count - must_count[after]
         if extra < 0:
             return False
