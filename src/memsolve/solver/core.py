@@ -35,6 +35,10 @@ from .tied import tied_counted
 # The sparse DP declines a core (CP-SAT takes it, under its time limit) past these sizes.
 MAX_STATES = 1_000_000  # Pareto states after one row
 MAX_WORK = 4_000_000  # candidate states over all rows
+# ... and the compiled counted DP past KERNEL_FACTOR times these (16 bytes a state kept: at most ~256 MiB;
+# weakly correlated, 1,000 records, 60 % of the unlimited optimum's kept: 274 rows at a whole unit below
+# the bound in 55 ms, past 1,000,000 states a row at 1x, CP-SAT then 0.7 s)
+KERNEL_FACTOR = 4
 
 
 class CoreTooLarge(Exception):
@@ -140,9 +144,9 @@ def pareto_dp_counted(
 ) -> np.ndarray | None:
     """Tie-rule optimum of a core that keeps at most ``sub.max_records`` rows (the dense DP's rule:
     most value, then fewest tokens, then each row's highest fidelity in input order); raises
-    CoreTooLarge past MAX_STATES or MAX_WORK; None when no allocation's bound reaches ``floor``. The
-    compiled kernel's ``counted_dp`` when it is built (the same allocation, 5-20x faster), else
-    :func:`pareto_dp_counted_numpy`."""
+    CoreTooLarge past MAX_STATES or MAX_WORK (KERNEL_FACTOR times those in C); None when no
+    allocation's bound reaches ``floor``. The compiled kernel's ``counted_dp`` when it is built (the
+    same allocation, 5-20x faster), else :func:`pareto_dp_counted_numpy`."""
     module = native.module()
     if module is None or sub.k > MAX_LEVELS:
         return pareto_dp_counted_numpy(sub, scaled, delete_ok, multiplier, count_price, floor)
@@ -152,10 +156,11 @@ def pareto_dp_counted(
         sub.n, sub.k, np.ascontiguousarray(sub.tokens, dtype=np.int64),
         np.ascontiguousarray(scaled.values, dtype=np.int64), np.ascontiguousarray(scaled.usable, dtype=np.bool_),
         np.ascontiguousarray(delete_ok, dtype=np.bool_), sub.budget, sub.max_records, float(multiplier),
-        float(count_price), int(floor), MAX_STATES, MAX_WORK, choice,
+        float(count_price), int(floor), KERNEL_FACTOR * MAX_STATES, KERNEL_FACTOR * MAX_WORK, choice,
     )
     if found == 1:
-        raise CoreTooLarge(f"more than {MAX_STATES:,} states after a row or {MAX_WORK:,} in all")
+        raise CoreTooLarge(f"more than {KERNEL_FACTOR * MAX_STATES:,} states after a row or "
+                           f"{KERNEL_FACTOR * MAX_WORK:,} in all")
     if found == 3:  # pragma: no cover - the states always contain the optimum's suffixes
         raise AssertionError("core reconstruction lost the optimum")
     return None if found == 2 else choice
@@ -521,11 +526,21 @@ def _counted_core(
     if not np.isfinite(bound) or bound <= floor:
         return pareto_dp_counted(sub, scaled, delete_ok, red.multiplier, red.count_price, floor)
 
+    # every allocation's value is a multiple of the levels' gcd (integer utilities: a whole unit), so a
+    # floor rounds up to one, and floors between two multiples are the same trial
+    grid = max(1, int(np.gcd.reduce(scaled.values[scaled.usable]))) if scaled.usable.any() else 1
+    tried: dict[int, tuple[bool, np.ndarray | None] | None] = {}  # by floor; None: the states overflowed
+
     def at(share: float) -> tuple[bool, np.ndarray | None]:
         """(whether the share's floor holds the optimum, the optimum), CoreTooLarge on overflow."""
-        trial = floor if share >= 1.0 else max(floor, int(bound - share * (bound - floor)))
-        choice = pareto_dp_counted(sub, scaled, delete_ok, red.multiplier, red.count_price, trial)
-        return trial == floor or (choice is not None and scaled_value(scaled, choice) >= trial), choice
+        trial = floor if share >= 1.0 else max(floor, -(-int(bound - share * (bound - floor)) // grid) * grid)
+        if trial not in tried:
+            tried[trial] = None
+            choice = pareto_dp_counted(sub, scaled, delete_ok, red.multiplier, red.count_price, trial)
+            tried[trial] = trial == floor or (choice is not None and scaled_value(scaled, choice) >= trial), choice
+        if tried[trial] is None:
+            raise CoreTooLarge(f"the counted DP's states overflowed at the floor {trial}")
+        return tried[trial]
 
     below, share = 0.0, FIRST_SHARE  # `below`: the largest share whose floor was above the optimum
     while True:
