@@ -157,6 +157,57 @@ def test_rising_floors_keep_the_tie_rule_optimum(inst, data) -> None:
     assert tuple(got.tolist()) == _best(inst, scaled)
 
 
+def test_an_incumbent_proven_on_the_grid_is_worth_the_optimum(monkeypatch) -> None:
+    """With state limits small enough to overflow, the counted core either answers (the tie-rule
+    optimum), overflows, or proves the incumbent's value optimal on the values' grid (integer
+    utilities): then no allocation is worth more (exhaustive search). Every other start is an optimum,
+    the start such a proof needs."""
+    proofs = 0
+    for seed in range(1500):
+        rng = np.random.default_rng(seed)
+        n, k = int(rng.integers(3, 7)), int(rng.integers(1, 4))
+        tokens = rng.integers(1, 6, size=(n, k))
+        utility = rng.integers(1, 8, size=(n, k)).astype(float)
+        inst = make_instance(tokens, utility, int(rng.integers(2, tokens.sum())), max_records=int(rng.integers(1, n)))
+        scaled = scale(inst)
+        key = tie_key(inst, scaled)
+        feasible = [c for c in feasible_choices(inst) if key(c) is not None]
+        best = max(feasible, key=key)
+        start = np.array(best if seed % 2 else feasible[int(rng.integers(len(feasible)))], dtype=np.int64)
+        red = fix(relax(inst, scaled), scaled, start)
+        monkeypatch.setattr(core, "MAX_STATES", int(rng.integers(1, 5)))
+        monkeypatch.setattr(core, "MAX_WORK", int(rng.integers(1, 60)))
+        monkeypatch.setattr(core, "KERNEL_FACTOR", 1)
+        floor = scaled_value(scaled, start)
+        try:
+            got = core._counted_core(inst, scaled, np.ones(inst.n, dtype=bool), red, floor)
+        except core.IncumbentOptimal:
+            proofs += 1
+            assert floor == scaled_value(scaled, np.array(best)), seed
+        except core.CoreTooLarge:
+            pass
+        else:
+            assert tuple(got.tolist()) == best, seed
+    assert proofs >= 20
+
+
+def test_weakly_correlated_at_90_percent_kept_is_the_incumbent_proven_on_whole_units() -> None:
+    """Issue 18's weakly correlated class, 10,000 records, 8,794 kept (90 % of the unlimited optimum's):
+    the counted DP overflows at the incumbent's value, but nothing reaches one unit above it, and the
+    bound is less than a token's price above it, so every optimum fills the budget: the incumbent is an
+    optimum with the fewest tokens, as CP-SAT's answer would be (before: CP-SAT, 1.1 s). CP-SAT agrees."""
+    inst = _pisinger("weakly", 10000, 1, 8794)
+    scaled = scale(inst)
+    found = _solve_counted(inst, scaled)
+    assert found is not None
+    solution, red = found
+    assert "values' grid" in solution.detail and core.TIES_BY_SEARCH in solution.detail
+    assert solution.status == "optimal" and solution.tokens_used == inst.budget and solution.count <= 8794
+    cp = run(inst, "cp-sat", "none", compare_greedy=False).solution
+    assert cp.status == "optimal" and cp.scaled_objective == solution.scaled_objective
+    assert cp.tokens_used == solution.tokens_used
+
+
 def _noisy_correlated(n: int, noise: float, share: float, kept: float):
     """Utility about the tokens plus 10, with normal noise (a calibrated model where length is a feature),
     the budget a share of the lightest levels' tokens, the limit a share of the unlimited optimum's records."""

@@ -45,6 +45,11 @@ class CoreTooLarge(Exception):
     pass
 
 
+class IncumbentOptimal(CoreTooLarge):
+    """The counted DP overflowed at the incumbent's floor, but no allocation is worth one step of the
+    values' grid more: the incumbent's value is the optimum (which optimum the tie rule takes is open)."""
+
+
 def sub_instance(instance: Instance, scaled: Scaled, red: Reduction) -> tuple[Instance, Scaled]:
     """The core as an instance of its own: core rows, surviving levels, remaining capacity."""
     rows = red.core
@@ -460,14 +465,17 @@ def _keep_guess(keep: np.ndarray, guess: np.ndarray, incumbent: np.ndarray, k: i
     return out
 
 
-def _solve_core(instance: Instance, scaled: Scaled, red: Reduction, *, dense: bool = True) -> np.ndarray | None:
+def _solve_core(instance: Instance, scaled: Scaled, red: Reduction, *, dense: bool = True,
+                proofs: bool = False) -> np.ndarray | None:
     """The full allocation with the core solved exactly, or None when no DP can take the core
-    (``dense``: the dense DP may try a core too large for the sparse one)."""
+    (``dense``: the dense DP may try a core too large for the sparse one). ``proofs``: raise
+    IncumbentOptimal where no DP takes the core but the counted DP proved the incumbent's value."""
     choice = red.fixed_choice.copy()
     if not red.core.size:
         return choice
     sub, sub_scaled = sub_instance(instance, scaled, red)
     core_choice = None
+    proven: IncumbentOptimal | None = None
     # when bound fixing could not shrink a large instance (Pisinger's correlated classes), the
     # Pareto sets explode; CP-SAT is measured faster there, so the DP does not try
     unfixable = red.core.size > UNFIXABLE_CORE and 2 * red.core.size > instance.n
@@ -483,10 +491,14 @@ def _solve_core(instance: Instance, scaled: Scaled, red: Reduction, *, dense: bo
                 core_choice = pareto_dp(sub, sub_scaled, delete_ok, red.multiplier, floor)
             else:
                 core_choice = _counted_core(sub, sub_scaled, delete_ok, red, floor)
+        except IncumbentOptimal as proof:
+            proven = proof if proofs else None
         except CoreTooLarge:
-            core_choice = None
+            pass
     if core_choice is None:
         if not dense:
+            if proven is not None:
+                raise proven
             return None
         core_choice = _dense_core(sub, sub_scaled)
         if core_choice is None and sub.max_records is not None:
@@ -497,6 +509,8 @@ def _solve_core(instance: Instance, scaled: Scaled, red: Reduction, *, dense: bo
             if free is not None and int((free >= 0).sum()) <= sub.max_records:
                 core_choice = free
         if core_choice is None:
+            if proven is not None:
+                raise proven
             return None
     choice[red.core] = core_choice
     return choice
@@ -519,7 +533,8 @@ def _counted_core(
     the bound first: an allocation found at or above such a floor is the optimum (every optimum is
     worth as much, so its states outlive the pruning, and the reconstruction finds the first of them);
     below it, a lower floor is tried, down to the incumbent's value. None when no floor reaches one;
-    CoreTooLarge when the states overflow at every floor tried."""
+    CoreTooLarge when the states overflow at every floor tried (IncumbentOptimal where the floors tried
+    prove the incumbent's value optimal all the same)."""
     assert sub.max_records is not None
     best = _row_bests(sub, scaled, delete_ok, red.multiplier, red.count_price)
     bound = red.multiplier * sub.budget + red.count_price * sub.max_records + float(best.sum())
@@ -558,6 +573,11 @@ def _counted_core(
                 if holds:
                     return choice
                 below = middle
+            # every value is a multiple of the grid: where nothing reaches the floor one step above the
+            # incumbent's (or the bound is below it), the incumbent's value is the optimum
+            step = tried.get(floor + grid, (True, None))
+            if bound + 1e-9 * abs(bound) + 1.0 < floor + grid or (step is not None and not step[0]):
+                raise IncumbentOptimal(f"no allocation worth {floor + grid} or more") from None
             raise
         if holds:
             return choice
@@ -682,12 +702,42 @@ def _solve_counted(instance: Instance, scaled: Scaled) -> tuple[Solution, Reduct
             return found
     red = reduce_instance(instance, scaled, lp=lp)
     # (where the kernel's prices will not run, the dense DP may take a core too large for this one)
-    choice = _solve_core(instance, scaled, red, dense=instance.n > PRICED_MAX_ROWS)
+    try:
+        choice = _solve_core(instance, scaled, red, dense=instance.n > PRICED_MAX_ROWS, proofs=True)
+    except IncumbentOptimal:
+        choice = None
+        found = _incumbent_solution(instance, scaled, red)
+        if found is not None:
+            return found
     if choice is None:
         return None if tried else _tied_solution(instance, scaled, lp)
     detail = f"core {red.core.size} of {instance.n} records; count limit by the counted DP"
     solution = make_solution(instance, scaled, choice, OPTIMAL, "dp", detail=detail)
     return replace(solution, bound=solution.objective), red
+
+
+def every_optimum_fills_the_budget(red: Reduction, value: float, tokens: int, budget: int) -> bool:
+    """Whether an optimum worth ``value`` (scaled) with ``tokens`` has the fewest tokens of any optimum:
+    it fills the budget, and the bound U(λ, μ) is less than λ above its value. (Any allocation is worth U
+    less its levels' reduced losses, λ per token it leaves unused and μ per record under the limit: one
+    token short would cost more than the gap, so every optimum fills the budget too.)"""
+    if tokens != budget:
+        return False
+    gap = red.upper_bound - value
+    return red.multiplier > gap + 1e-9 * abs(red.upper_bound) + 1.0
+
+
+def _incumbent_solution(instance: Instance, scaled: Scaled, red: Reduction) -> tuple[Solution, Reduction] | None:
+    """The incumbent, where the counted DP proved its value optimal (IncumbentOptimal) and every optimum
+    fills the budget (so it has the fewest tokens, as CP-SAT's answer would; the fidelity order among
+    the optima is not applied, also as there); else None."""
+    solution = make_solution(instance, scaled, red.incumbent, OPTIMAL, "dp")
+    assert solution.scaled_objective is not None
+    if not every_optimum_fills_the_budget(red, solution.scaled_objective, solution.tokens_used, instance.budget):
+        return None
+    detail = (f"core {red.core.size} of {instance.n} records; count limit: no allocation is worth a step of the "
+              f"values' grid more than the incumbent; {TIES_BY_SEARCH}")
+    return replace(solution, bound=solution.objective, detail=detail), red
 
 
 # tied.py goes before the counted DP where more than this share of the rows has two options or more of

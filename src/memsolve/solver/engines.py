@@ -20,7 +20,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import InputError, SolverError, shown
-from .core import TIES_BY_SEARCH, reduce_instance, solve_cpsat_reduced, solve_kernel_reduced, solve_reduced
+from .core import (
+    TIES_BY_SEARCH,
+    every_optimum_fills_the_budget,
+    reduce_instance,
+    solve_cpsat_reduced,
+    solve_kernel_reduced,
+    solve_reduced,
+)
 from .dp import solve_dp
 from .greedy import solve_greedy
 from .instance import FAILED, OPTIMAL, SKIPPED, Instance, Scaled, Solution, check_feasible, scale
@@ -299,12 +306,8 @@ def _feasible(instance: Instance, solution: Solution) -> Solution:
 
 
 def _every_optimum_fills_the_budget(job: Job, solution: Solution) -> bool:
-    """Whether the optimum's own tokens are the fewest of any optimum's: it fills the budget, and the
-    bound U(λ, μ) is less than λ above its value. (Any allocation is worth U less its levels' reduced
-    losses, λ per token it leaves unused and μ per record under the limit: one token short would cost
-    more than the gap, so every optimum fills the budget too.)"""
+    """Whether the optimum's own tokens are the fewest of any optimum's (core.every_optimum_fills_the_budget)."""
     if solution.tokens_used != job.instance.budget or solution.scaled_objective is None:
         return False
-    red = job.shared_reduction()
-    gap = red.upper_bound - solution.scaled_objective
-    return red.multiplier > gap + 1e-9 * abs(red.upper_bound) + 1.0
+    return every_optimum_fills_the_budget(job.shared_reduction(), solution.scaled_objective, solution.tokens_used,
+                                          job.instance.budget)
