@@ -549,6 +549,8 @@ def _counted_core(
     def at(share: float) -> tuple[bool, np.ndarray | None]:
         """(whether the share's floor holds the optimum, the optimum), CoreTooLarge on overflow."""
         trial = floor if share >= 1.0 else max(floor, -(-int(bound - share * (bound - floor)) // grid) * grid)
+        if trial not in tried and trial > floor and bound + 1e-9 * abs(bound) + 1.0 < trial:
+            tried[trial] = False, None  # rounded up past the bound: nothing reaches it
         if trial not in tried:
             tried[trial] = None
             choice = pareto_dp_counted(sub, scaled, delete_ok, red.multiplier, red.count_price, trial)
