@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsolve.solver import core, make_instance, scale, tied
+from memsolve.solver import core, make_instance, native, scale, tied
 from memsolve.solver.dp import solve_dp
 from memsolve.solver.instance import scaled_value
 from memsolve.solver.reduce import relax
@@ -156,6 +156,30 @@ def test_edges_hold_every_total_each_suffix_reaches_by_count(data) -> None:
                 assert edges.completes(start, count, room) == (room in totals), (start, count, room)
             if totals:
                 assert (edges.fewest[start, count], edges.most[start, count]) == (min(totals), max(totals))
+
+
+@pytest.mark.skipif(not native.built(), reason="the compiled kernel is not built")
+def test_compiled_edges_are_the_numpy_tables(monkeypatch) -> None:
+    """The compiled module's tables equal the numpy loop's, cell for cell (the unreachable sentinels too),
+    on random rows: narrow and wide tokens, levels of 0 tokens, rows that must be kept or cannot be."""
+    for seed in range(200):
+        rng = np.random.default_rng(seed)
+        n, k = int(rng.integers(0, 40)), int(rng.integers(1, 6))
+        top = int(rng.choice([10, 1000]))
+        tokens = rng.integers(0, top, size=(n, k))
+        level_ok = rng.random((n, k)) < 0.7
+        keepable = level_ok.any(axis=1)
+        delete_ok = (rng.random(n) < 0.8) | ~keepable
+        big = np.iinfo(np.int64).max // (4 * max(n, 1))
+        lightest = np.where(level_ok, tokens, big).min(axis=1)
+        heaviest = np.where(level_ok, tokens, -1).max(axis=1)
+        counts = int(rng.integers(0, n + 1))
+        compiled = tied._Edges(level_ok, delete_ok, keepable, tokens, lightest, heaviest, counts)
+        with monkeypatch.context() as patch:
+            patch.setenv("MEMSOLVE_KERNEL", "numpy")
+            plain = tied._Edges(level_ok, delete_ok, keepable, tokens, lightest, heaviest, counts)
+        for table in ("most", "fewest", "below_most", "above_fewest"):
+            assert np.array_equal(getattr(compiled, table), getattr(plain, table)), (seed, table)
 
 
 def _near_an_end(seed: int, n: int = 60):

@@ -3500,6 +3500,79 @@ static PyObject *kernel_counted_dp(PyObject *self, PyObject *args) {
     return PyLong_FromLong(rc);
 }
 
+/* ---- tied._Edges in C: each suffix's fewest and most tokens by exact count, and the totals within 64
+   tokens of either end it reaches -------------------------------------------------------------------
+   Row r's cells from row r + 1's, as tied._Edges computes them in numpy (the same arithmetic, the
+   unreachable sentinels included, so the tables are equal): most[r][c] = max(most[r+1][c] where the
+   row may be deleted, heaviest[r] + most[r+1][c-1] where it may be kept), fewest likewise with min and
+   lightest; bit d of below[r][c] says most[r][c] - d is reached, bit d of above[r][c] fewest + d.
+   The callers' tables are (n + 1) x (counts + 1), filled with the sentinels and row n's cell 0. */
+#define EDGE_BIG ((int64_t)1 << 62)
+static inline uint64_t edge_shift(uint64_t bits, int64_t by) { return by >= 0 && by < 64 ? bits << by : 0; }
+
+static void edges_fill(Py_ssize_t n, Py_ssize_t k, const int64_t *tokens, const uint8_t *level_ok,
+                       const uint8_t *delete_ok, const uint8_t *keepable, const int64_t *lightest,
+                       const int64_t *heaviest, Py_ssize_t counts, int64_t *most, int64_t *fewest, uint64_t *below,
+                       uint64_t *above) {
+    Py_ssize_t width = counts + 1;
+    for (Py_ssize_t r = n - 1; r >= 0; r--) {
+        Py_ssize_t top = (counts < n - r ? counts : n - r) + 1;
+        const int64_t *m1 = most + (r + 1) * width, *f1 = fewest + (r + 1) * width;
+        const uint64_t *b1 = below + (r + 1) * width, *a1 = above + (r + 1) * width;
+        int64_t *m0 = most + r * width, *f0 = fewest + r * width;
+        uint64_t *b0 = below + r * width, *a0 = above + r * width;
+        int skip = delete_ok[r] != 0, keep = keepable[r] != 0;
+        const int64_t *tw = tokens + r * k;
+        const uint8_t *ok = level_ok + r * k;
+        for (Py_ssize_t c = 0; c < top; c++) {
+            int64_t most_1 = c ? m1[c - 1] : -EDGE_BIG, fewest_1 = c ? f1[c - 1] : EDGE_BIG;
+            uint64_t below_1 = c ? b1[c - 1] : 0, above_1 = c ? a1[c - 1] : 0;
+            int64_t sm = skip ? m1[c] : -EDGE_BIG, km = keep ? heaviest[r] + most_1 : -EDGE_BIG;
+            int64_t sf = skip ? f1[c] : EDGE_BIG, kf = keep ? lightest[r] + fewest_1 : EDGE_BIG;
+            int64_t new_most = sm > km ? sm : km, new_fewest = sf < kf ? sf : kf;
+            uint64_t new_below = skip ? edge_shift(b1[c], new_most - m1[c]) : 0;
+            uint64_t new_above = skip ? edge_shift(a1[c], f1[c] - new_fewest) : 0;
+            if (keep && (below_1 | above_1))
+                for (Py_ssize_t o = 0; o < k; o++) {
+                    if (!ok[o]) continue;
+                    new_below |= edge_shift(below_1, new_most - tw[o] - most_1);
+                    new_above |= edge_shift(above_1, tw[o] + fewest_1 - new_fewest);
+                }
+            m0[c] = new_most; f0[c] = new_fewest; b0[c] = new_below; a0[c] = new_above;
+        }
+    }
+}
+
+/* edges(n, k, tokens, level_ok, delete_ok, keepable, lightest, heaviest, counts, most, fewest, below, above):
+   tied._Edges' tables, filled in place */
+static PyObject *kernel_edges(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[12];
+    Py_ssize_t n, k, counts;
+    if (!PyArg_ParseTuple(args, "nnOOOOOOnOOOO", &n, &k, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &counts, &o[6],
+                          &o[7], &o[8], &o[9]))
+        return NULL;
+    if (k < 0 || n < 0 || counts < 0) {
+        PyErr_SetString(PyExc_ValueError, "edges takes sizes >= 0");
+        return NULL;
+    }
+    Py_ssize_t cells = (n + 1) * (counts + 1);
+    const Argument arg[] = {
+        {o[0], 8, 0, "tokens", n * k * 8}, {o[1], 1, 0, "level_ok", n * k}, {o[2], 1, 0, "delete_ok", n},
+        {o[3], 1, 0, "keepable", n}, {o[4], 8, 0, "lightest", n * 8}, {o[5], 8, 0, "heaviest", n * 8},
+        {o[6], 8, 1, "most", cells * 8}, {o[7], 8, 1, "fewest", cells * 8}, {o[8], 8, 1, "below", cells * 8},
+        {o[9], 8, 1, "above", cells * 8},
+    };
+    Py_buffer b[10];
+    if (take_buffers(arg, b, 10) < 0) return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    edges_fill(n, k, b[0].buf, b[1].buf, b[2].buf, b[3].buf, b[4].buf, b[5].buf, counts, b[6].buf, b[7].buf,
+               b[8].buf, b[9].buf);
+    Py_END_ALLOW_THREADS
+    release_buffers(b, 10);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"solve", kernel_solve, METH_VARARGS,
      "solve(n, k, tokens, values, usable, capacity, choice, keep, core, bounded_ties[, at_once, banded, shortcut, "
@@ -3518,6 +3591,9 @@ static PyMethodDef methods[] = {
     {"counted_dp", kernel_counted_dp, METH_VARARGS,
      "counted_dp(n, k, tokens, values, usable, delete_ok, capacity, limit, lam, mu, floor, max_states, max_work, choice) "
      "-> 0, 1 past the state limits, 2 when no state reaches the floor, 3 a bug (core.pareto_dp_counted in C)"},
+    {"edges", kernel_edges, METH_VARARGS,
+     "edges(n, k, tokens, level_ok, delete_ok, keepable, lightest, heaviest, counts, most, fewest, below, above): "
+     "tied._Edges' tables, filled in place"},
     {"sum", kernel_sum, METH_VARARGS, "sum(float64 buffer) -> numpy's pairwise sum of it"},
     {"greedy", kernel_greedy, METH_VARARGS,
      "greedy(n, k, order, tokens, usable, budget, limit, choice): the greedy baseline's walk"},
