@@ -198,7 +198,7 @@ def relax(instance: Instance, scaled: Scaled) -> Relaxation:
         floor_size[take] = sizes[j][take]
 
     if instance.max_records is not None:
-        lam = _best_count_lambda(values, sizes, budget, instance.max_records, lam)
+        lam = _best_count_lambda(values, sizes, budget, instance.max_records, lam, eff[increment])
     reduced = values - lam * sizes
     mu = _count_multiplier(reduced, instance.max_records)
     reduced[:k] -= mu  # every kept record pays μ for its place under the count limit
@@ -228,11 +228,16 @@ def _dual(values: np.ndarray, sizes: np.ndarray, budget: float, limit: int, lam:
     return lam * budget + mu * limit + float(reduced.max(axis=0).sum())
 
 
-def _best_count_lambda(values: np.ndarray, sizes: np.ndarray, budget: float, limit: int, top: float) -> float:
+def _best_count_lambda(values: np.ndarray, sizes: np.ndarray, budget: float, limit: int, top: float,
+                       efficiencies: np.ndarray) -> float:
     """The λ in [0, λ_capacity] that minimizes U(λ, μ(λ)) when a count limit applies.
 
     The dual function is convex in λ once μ is chosen optimally, so a golden-section search
-    finds its minimum; when the count limit binds and the budget does not, that is λ = 0.
+    finds its minimum; when the count limit binds and the budget does not, that is λ = 0. The
+    function is piecewise linear with its kinks at the hull increments' efficiencies, so the two
+    nearest the search's interval are tried too: where the minimum is a kink the search only comes
+    close to (the degenerate correlated classes, every increment one efficiency), the kink itself is
+    the exact minimum, and the levels tie there as they do in the integers (``tied.py``).
     """
     if top <= 0:
         return 0.0
@@ -249,7 +254,11 @@ def _best_count_lambda(values: np.ndarray, sizes: np.ndarray, budget: float, lim
             lo, a, fa = a, b, fb
             b = lo + ratio * (hi - lo)
             fb = _dual(values, sizes, budget, limit, b)
-    candidates = [(lo + hi) / 2, 0.0, top]
+    middle = (lo + hi) / 2
+    inside = efficiencies[(efficiencies >= 0) & (efficiencies <= top)]
+    below, above = inside[inside <= middle], inside[inside >= middle]
+    kinks = ([float(below.max())] if below.size else []) + ([float(above.min())] if above.size else [])
+    candidates = kinks + [middle, 0.0, top]
     return min(candidates, key=lambda x: _dual(values, sizes, budget, limit, x))
 
 
