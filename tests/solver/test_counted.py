@@ -191,6 +191,42 @@ def test_an_incumbent_proven_on_the_grid_is_worth_the_optimum(monkeypatch) -> No
     assert proofs >= 20
 
 
+def test_a_proven_incumbent_gives_way_to_the_tie_rule_answer_of_tied_py(monkeypatch) -> None:
+    """Where the counted DP overflows but proves the incumbent's value, and the bound is met at zero loss,
+    tied.py's allocation (the whole tie rule: the dense DP's) is answered, not the incumbent (fewest
+    tokens only). Small instances: rows whose levels all tie at (λ, μ) beside single-level rows, state
+    limits shrunk so that the DP overflows (found by a reviewer: seed 92 answered the incumbent)."""
+    monkeypatch.setattr(core, "MAX_STATES", 1)
+    monkeypatch.setattr(core, "MAX_WORK", 4)
+    monkeypatch.setattr(core, "KERNEL_FACTOR", 1)
+    monkeypatch.setattr(core, "PRICED_MAX_ROWS", 10**9)  # no dense DP behind the counted one
+    answered = 0
+    for seed in range(80, 100):
+        rng = np.random.default_rng(seed)
+        tied_rows, single_rows, k = int(rng.integers(3, 7)), int(rng.integers(4, 8)), 3
+        n = tied_rows + single_rows
+        slope = int(rng.choice([1, 2, 4, 5, 7]))
+        tokens = 3 * rng.integers(1, 9, size=(n, k))
+        utility = tokens * slope / 3 + 3
+        mask = np.ones((n, k), dtype=bool)
+        single = np.zeros(n, dtype=bool)
+        single[rng.choice(n, single_rows, replace=False)] = True
+        mask[single, 1:] = False
+        utility[single] += 2
+        kept = int(rng.integers(1, tied_rows))
+        rows = np.flatnonzero(~single)[:kept]
+        budget = int(tokens[single, 0].sum() + sum(tokens[r, rng.integers(0, k)] for r in rows))
+        inst = make_instance(tokens, utility, budget, mask=mask, max_records=single_rows + kept)
+        scaled = scale(inst)
+        found = _solve_counted(inst, scaled)
+        if found is None:
+            continue
+        answered += 1
+        assert "values' grid" not in found[0].detail, seed
+        assert found[0].choice.tolist() == solve_dp(inst, scaled).choice.tolist(), seed
+    assert answered >= 15
+
+
 def test_weakly_correlated_at_90_percent_kept_is_the_incumbent_proven_on_whole_units() -> None:
     """Issue 18's weakly correlated class, 10,000 records, 8,794 kept (90 % of the unlimited optimum's):
     the counted DP overflows at the incumbent's value, but nothing reaches one unit above it, and the

@@ -179,6 +179,39 @@ def test_edges_hold_every_total_each_suffix_reaches_by_count(data) -> None:
                 assert (edges.fewest[start, count], edges.most[start, count]) == (min(totals), max(totals))
 
 
+def test_edges_are_exact_near_either_end_and_let_every_total_through_between() -> None:
+    """Tokens up to 150 (ranges wider than EDGE_BITS): within EDGE_BITS of the fewest or the most the
+    test is exact; between them it rejects no total that is reached (it is the range alone there)."""
+    checked_between = 0
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        n, k = int(rng.integers(1, 7)), int(rng.integers(1, 4))
+        tokens = rng.integers(0, 151, size=(n, k))
+        level_ok = rng.random((n, k)) < 0.8
+        keepable = level_ok.any(axis=1)
+        delete_ok = (rng.random(n) < 0.7) | ~keepable
+        big = np.iinfo(np.int64).max // 64
+        lightest = np.where(level_ok, tokens, big).min(axis=1)
+        heaviest = np.where(level_ok, tokens, -1).max(axis=1)
+        edges = tied._Edges(level_ok, delete_ok, keepable, tokens, lightest, heaviest, n)
+        for start in range(n + 1):
+            reached: set[tuple[int, int]] = {(0, 0)}
+            for row in range(n - 1, start - 1, -1):
+                kept = {(c + 1, w + int(tokens[row, o])) for c, w in reached for o in range(k) if level_ok[row, o]}
+                reached = kept | (reached if delete_ok[row] else set())
+            for count in range(n + 1):
+                totals = {w for c, w in reached if c == count}
+                if not totals:
+                    continue
+                fewest, most = min(totals), max(totals)
+                for room in range(fewest - 2, most + 3):
+                    near = room - fewest < tied.EDGE_BITS or most - room < tied.EDGE_BITS
+                    expected = room in totals if near else True
+                    assert edges.completes(start, count, room) == expected, (seed, start, count, room)
+                    checked_between += not near and room not in totals
+    assert checked_between > 0  # some unreached total between the windows was let through
+
+
 @pytest.mark.skipif(not native.built(), reason="the compiled kernel is not built")
 def test_compiled_edges_are_the_numpy_tables(monkeypatch) -> None:
     """The compiled module's tables equal the numpy loop's, cell for cell (the unreachable sentinels too),

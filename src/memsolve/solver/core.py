@@ -545,11 +545,18 @@ def _counted_core(
     # floor rounds up to one, and floors between two multiples are the same trial
     grid = max(1, int(np.gcd.reduce(scaled.values[scaled.usable]))) if scaled.usable.any() else 1
     tried: dict[int, tuple[bool, np.ndarray | None] | None] = {}  # by floor; None: the states overflowed
+    # the bound's rounding, as the counted DP allows for it (its terms may cancel: rows that must be
+    # kept have negative bests)
+    rounding = 1e-9 * (abs(float(best.sum())) + red.multiplier * sub.budget + red.count_price * sub.max_records) + 1.0
+
+    def past_bound(value: int) -> bool:
+        """No allocation is worth ``value``: it is above the bound, past its rounding."""
+        return bound + rounding < value
 
     def at(share: float) -> tuple[bool, np.ndarray | None]:
         """(whether the share's floor holds the optimum, the optimum), CoreTooLarge on overflow."""
         trial = floor if share >= 1.0 else max(floor, -(-int(bound - share * (bound - floor)) // grid) * grid)
-        if trial not in tried and trial > floor and bound + 1e-9 * abs(bound) + 1.0 < trial:
+        if trial not in tried and trial > floor and past_bound(trial):
             tried[trial] = False, None  # rounded up past the bound: nothing reaches it
         if trial not in tried:
             tried[trial] = None
@@ -578,7 +585,7 @@ def _counted_core(
             # every value is a multiple of the grid: where nothing reaches the floor one step above the
             # incumbent's (or the bound is below it), the incumbent's value is the optimum
             step = tried.get(floor + grid, (True, None))
-            if bound + 1e-9 * abs(bound) + 1.0 < floor + grid or (step is not None and not step[0]):
+            if past_bound(floor + grid) or (step is not None and not step[0]):
                 raise IncumbentOptimal(f"no allocation worth {floor + grid} or more") from None
             raise
         if holds:
@@ -707,10 +714,9 @@ def _solve_counted(instance: Instance, scaled: Scaled) -> tuple[Solution, Reduct
     try:
         choice = _solve_core(instance, scaled, red, dense=instance.n > PRICED_MAX_ROWS, proofs=True)
     except IncumbentOptimal:
-        choice = None
-        found = _incumbent_solution(instance, scaled, red)
-        if found is not None:
-            return found
+        # tied.py's answer, where it has one, applies the whole tie rule; the incumbent only its first step
+        found = None if tried else _tied_solution(instance, scaled, lp)
+        return found if found is not None else _incumbent_solution(instance, scaled, red)
     if choice is None:
         return None if tried else _tied_solution(instance, scaled, lp)
     detail = f"core {red.core.size} of {instance.n} records; count limit by the counted DP"

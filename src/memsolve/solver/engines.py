@@ -307,7 +307,7 @@ def _feasible(instance: Instance, solution: Solution) -> Solution:
 
 def _every_optimum_fills_the_budget(job: Job, solution: Solution) -> bool:
     """Whether the optimum's own tokens are the fewest of any optimum's (core.every_optimum_fills_the_budget)."""
-    if solution.tokens_used != job.instance.budget or solution.scaled_objective is None:
+    if solution.scaled_objective is None:
         return False
     return every_optimum_fills_the_budget(job.shared_reduction(), solution.scaled_objective, solution.tokens_used,
                                           job.instance.budget)

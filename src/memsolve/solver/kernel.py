@@ -1,7 +1,9 @@
 """The compiled kernel's exact solve, tie rule included, in C; a count limit by a price per record.
 
 When the kernel is not built or switched off (:mod:`.native`), the numpy reductions of
-:mod:`.reduce` and the core solvers of :mod:`.core` give the same tie-rule allocations, slower.
+:mod:`.reduce` and the core solvers of :mod:`.core` give the same tie-rule allocations, slower
+(the same value everywhere; a count-limited core within the compiled counted DP's larger state
+limits but past the numpy one's goes to CP-SAT there: fewest tokens, then the search's order).
 The C file's header states the algorithm; it works in exact integer arithmetic (bounds scaled by the LP
 multiplier's denominator, in 128 bits), so no comparison needs a tolerance.
 """

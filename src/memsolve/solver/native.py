@@ -2,7 +2,8 @@
 
 Built by ``pip install`` when a C compiler is present; without one (or with
 ``MEMSOLVE_KERNEL=numpy`` in the environment) every engine runs on numpy and gives the same
-tie-rule allocations, slower. Every solver module that has a C fast path asks here.
+tie-rule allocations, slower (except where a count-limited core needs the compiled counted DP's
+larger state limits: :mod:`.kernel`). Every solver module that has a C fast path asks here.
 """
 
 from __future__ import annotations

@@ -234,10 +234,11 @@ def _best_count_lambda(values: np.ndarray, sizes: np.ndarray, budget: float, lim
 
     The dual function is convex in λ once μ is chosen optimally, so a golden-section search
     finds its minimum; when the count limit binds and the budget does not, that is λ = 0. The
-    function is piecewise linear with its kinks at the hull increments' efficiencies, so the two
-    nearest the search's interval are tried too: where the minimum is a kink the search only comes
-    close to (the degenerate correlated classes, every increment one efficiency), the kink itself is
-    the exact minimum, and the levels tie there as they do in the integers (``tied.py``).
+    search only comes close to a minimum at a kink, so the hull increments' efficiencies nearest
+    its interval are tried too (a heuristic: the function also bends where rows' gains cross, as μ
+    follows them; any λ >= 0 gives a valid bound, and the least is kept). On the degenerate
+    correlated classes every increment past the first has one efficiency, the minimum is that kink,
+    and there the levels tie exactly, as tied.py needs.
     """
     if top <= 0:
         return 0.0

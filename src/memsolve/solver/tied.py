@@ -196,8 +196,9 @@ def tied_counted(instance: Instance, scaled: Scaled, lp: Relaxation) -> np.ndarr
 
     # the ends of the suffixes' ranges, exactly, where the count is exact and the tables fit
     counts = min(limit, n)
+    # (the tables' sums stay clear of the ±2**62 sentinels where all rows' heaviest levels sum below 2**60)
     edges = _Edges(level_ok, delete_ok, keepable, tokens, lightest, heaviest, counts) if (
-        exact_count and (n + 1) * (counts + 1) <= EDGE_CELLS) else None
+        exact_count and (n + 1) * (counts + 1) <= EDGE_CELLS and int(heaviest.clip(0).sum()) < 1 << 60) else None
     choice = None
     for tail in TAILS:
         ends = edges if edges is not None else _Ranges(delete_ok, keepable, lightest, heaviest, exact_count)
