@@ -126,6 +126,20 @@ def test_below_the_lightest_levels_the_dual_search_lands_on_the_kink_where_every
     assert solution.tokens_used == budget and solution.count == 1500
 
 
+def test_at_100000_records_the_bound_is_certified_past_its_float_rounding() -> None:
+    """Strongly correlated, 100,000 records, 60,000 kept: the walk meets U = λ·B + μ·M exactly (5·10¹³ in
+    scaled units), and U's rounding is bounded by the terms that make it (not 64 ulps of U, 0.72 units,
+    past the half unit the certificate allows: CP-SAT then found no allocation in 10 s)."""
+    inst = _pisinger("strongly", 100000, 60000)
+    scaled = scale(inst)
+    lp = relax(inst, scaled)
+    choice = tied.tied_counted(inst, scaled, lp)
+    assert choice is not None
+    assert scaled_value(scaled, choice) == lp.upper_bound  # the bound, met exactly
+    assert int((choice >= 0).sum()) == 60000
+    assert int(inst.tokens[np.flatnonzero(choice >= 0), choice[choice >= 0]].sum()) == inst.budget
+
+
 def test_the_first_rows_by_their_bounds_choose_as_the_dense_dp_on_a_larger_instance() -> None:
     """200 records, the last 64 by the exact tail, the first 136 by the count and token bounds: where it
     answers, the tie rule's allocation (the dense DP's, over a table of 200 x 101 x 500 cells)."""

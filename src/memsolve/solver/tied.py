@@ -211,7 +211,11 @@ def tied_counted(instance: Instance, scaled: Scaled, lp: Relaxation) -> np.ndarr
     # nonzero loss is within the answer's distance to the bound (so no optimum uses one)
     value = scaled_value(scaled, choice)
     slack = upper_bound - value
-    rounding = 64 * np.finfo(np.float64).eps * (abs(upper_bound) + float(np.abs(row_best).sum()))  # U's, in floats
+    # U's rounding in floats, bounded: each reduced value is three roundings of terms below magnitude +
+    # μ, their maximum is exact, their pairwise sum over n rows adds log2(n) + 1 roundings of the sum of
+    # their sizes, and U's own sum three more (a bound on |U| alone grows with λ·B, which is exact here)
+    rounding = np.finfo(np.float64).eps * (3 * n * (magnitude + count_price) + (np.log2(n) + 2) * float(
+        np.abs(row_best).sum()) + 3 * abs(upper_bound))
     if slack > 0.5 - rounding:
         return None
     outside = np.concatenate((loss[scaled.usable & ~level_ok], row_best[~delete_ok]))
