@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsolve.solver import scale
+from memsolve.solver import make_instance, scale
 from memsolve.solver.core import reduce_instance, solve_cpsat_reduced, solve_reduced
 from memsolve.solver.dp import solve_dp
 from memsolve.solver.greedy import solve_greedy
@@ -76,3 +76,21 @@ def test_most_memory_shaped_records_are_fixed_by_bound() -> None:
     assert red.core.size < 100  # the rest never needs search
     lp = relax(inst, scaled)
     assert lp.hull_levels + lp.lp_dominated <= int(scaled.usable.sum())
+
+
+def test_cp_sat_stopped_by_its_time_limit_reports_the_reductions_bound() -> None:
+    """CP-SAT on the core, stopped before it proves anything: the answer carries the reduction's
+    Lagrangian bound (in objective units, with each kept level's rounding to the scaled integers),
+    which the true optimum never passes."""
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        tokens = rng.integers(1, 100, size=(300, 4))
+        utility = tokens + 10.0 + rng.normal(0, 0.3, size=tokens.shape).clip(-5, 5)
+        inst = make_instance(tokens, utility, int(tokens[:, 0].sum() // 3), max_records=40)
+        scaled = scale(inst)
+        red = reduce_instance(inst, scaled)
+        cp = solve_cpsat_reduced(inst, scaled, red, time_limit_s=1e-9)
+        assert cp.status == "time_limit" and cp.bound is not None
+        optimum = solve_dp(inst, scaled).objective
+        assert cp.objective <= optimum <= cp.bound <= (red.upper_bound + 0.5 * inst.n) / scaled.scale
+

@@ -27,7 +27,7 @@ from ..errors import SolverError
 from . import native
 from .cpsat import solve_cpsat
 from .dp import solve_dp as dense_dp
-from .instance import OPTIMAL, SKIPPED, Instance, Scaled, Solution, make_solution, scaled_value
+from .instance import OPTIMAL, SKIPPED, TIME_LIMIT, Instance, Scaled, Solution, make_solution, scaled_value
 from .kernel import MAX_LEVELS, PRICED_MAX_ROWS, Evaluated, KernelResult, solve_kernel, solve_kernel_counted
 from .reduce import Reduction, Relaxation, closest_rows, fix, relax
 from .tied import tied_counted
@@ -805,6 +805,11 @@ def solve_cpsat_reduced(
     fixed_value = solution.objective - core.objective
     if core.status == OPTIMAL:
         bound: float | None = solution.objective
+    elif core.status == TIME_LIMIT:
+        # the reduction's Lagrangian bound holds for every allocation, whatever CP-SAT proved in time:
+        # in objective units, over the scale, plus each kept level's rounding to the scaled integers
+        lagrangian = (red.upper_bound + 0.5 * instance.n) / scaled.scale
+        bound = lagrangian if core.bound is None else min(fixed_value + core.bound, lagrangian)
     else:
         bound = None if core.bound is None else fixed_value + core.bound
     return replace(solution, bound=bound)
