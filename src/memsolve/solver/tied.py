@@ -213,7 +213,8 @@ def tied_counted(instance: Instance, scaled: Scaled, lp: Relaxation) -> np.ndarr
     slack = upper_bound - value
     # U's rounding in floats, bounded: each reduced value is three roundings of terms below magnitude +
     # μ, their maximum is exact, their pairwise sum over n rows adds log2(n) + 1 roundings of the sum of
-    # their sizes, and U's own sum three more (a bound on |U| alone grows with λ·B, which is exact here)
+    # their sizes, and U's own sum three more (64 ulps of U, as before, passed the half unit at 100,000
+    # records, where λ·B makes most of U)
     rounding = np.finfo(np.float64).eps * (3 * n * (magnitude + count_price) + (np.log2(n) + 2) * float(
         np.abs(row_best).sum()) + 3 * abs(upper_bound))
     if slack > 0.5 - rounding:
