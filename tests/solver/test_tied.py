@@ -250,6 +250,39 @@ def test_compiled_edges_are_the_numpy_tables(monkeypatch) -> None:
             assert np.array_equal(getattr(compiled, table), getattr(plain, table)), (seed, table)
 
 
+@pytest.mark.skipif(not native.built(), reason="the compiled kernel is not built")
+def test_compiled_range_walk_chooses_as_the_python_walk(monkeypatch) -> None:
+    """The compiled module's walk of the head rows (Fenwick trees in C) gives the Python walk's levels,
+    count and room, or fails where it fails, on random rows: exact and free counts, budgets and limits
+    that complete, ride an end, or cannot be met."""
+    outcomes = {"walked": 0, "failed": 0}
+    for seed in range(400):
+        rng = np.random.default_rng(seed)
+        n, k = int(rng.integers(1, 60)), int(rng.integers(1, 6))
+        tokens = rng.integers(0, int(rng.choice([5, 100, 1000])), size=(n, k))
+        level_ok = rng.random((n, k)) < 0.7
+        keepable = level_ok.any(axis=1)
+        delete_ok = (rng.random(n) < 0.8) | ~keepable
+        big = np.iinfo(np.int64).max // (4 * n)
+        lightest = np.where(level_ok, tokens, big).min(axis=1)
+        heaviest = np.where(level_ok, tokens, -1).max(axis=1)
+        exact = bool(rng.integers(0, 2))
+        head = int(rng.integers(0, n + 1))
+        limit = int(rng.integers(0, n + 1))
+        budget = int(rng.integers(0, int(np.clip(heaviest, 0, None).sum()) + 2))
+        compiled = tied._Ranges(delete_ok, keepable, lightest, heaviest, exact).walk(
+            tokens, level_ok, delete_ok, head, budget, limit)
+        with monkeypatch.context() as patch:
+            patch.setenv("MEMSOLVE_KERNEL", "numpy")
+            plain = tied._Ranges(delete_ok, keepable, lightest, heaviest, exact).walk(
+                tokens, level_ok, delete_ok, head, budget, limit)
+        assert (compiled is None) == (plain is None), seed
+        if plain is not None:
+            assert compiled[0].tolist() == plain[0].tolist() and compiled[1:] == plain[1:], seed
+        outcomes["failed" if plain is None else "walked"] += 1
+    assert min(outcomes.values()) >= 40
+
+
 def _near_an_end(seed: int, n: int = 60):
     """Strongly correlated records of 1 to 999 tokens, the budget within 60 tokens of the most (odd
     seeds) or the fewest (even) that the count limit's records can hold: the walk meets the ends."""

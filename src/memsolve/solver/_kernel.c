@@ -3573,6 +3573,143 @@ static PyObject *kernel_edges(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---- tied._Ranges' walk in C: the head rows of the tie-rule walk by the necessary conditions -------
+   Fenwick trees over the free rows' lightest and heaviest levels (ranks and sorted values from the
+   caller, numpy's stable argsort), counts and sums; the walk and its test as tied._build runs them
+   with _Ranges (the same choices: tests/solver/test_tied.py). */
+typedef struct { Py_ssize_t size, present; int64_t total; int64_t *count, *sum; const int64_t *sorted; } Fenwick;
+
+static int fenwick_init(Fenwick *f, Py_ssize_t size, const int64_t *sorted) {
+    f->size = size; f->present = size; f->sorted = sorted; f->total = 0;
+    f->count = calloc((size_t)size + 1, sizeof(int64_t));
+    f->sum = calloc((size_t)size + 1, sizeof(int64_t));
+    if (!f->count || !f->sum) return -1;
+    for (Py_ssize_t i = 1; i <= size; i++) {  /* every value present: node i covers (i - lowbit(i), i] */
+        f->count[i] += 1;
+        f->sum[i] += sorted[i - 1];
+        f->total += sorted[i - 1];
+        Py_ssize_t up = i + (i & -i);
+        if (up <= size) { f->count[up] += f->count[i]; f->sum[up] += f->sum[i]; }
+    }
+    return 0;
+}
+
+static void fenwick_remove(Fenwick *f, Py_ssize_t rank) {
+    int64_t value = f->sorted[rank];
+    f->present--;
+    f->total -= value;
+    for (Py_ssize_t i = rank + 1; i <= f->size; i += i & -i) { f->count[i]--; f->sum[i] -= value; }
+}
+
+/* the sum of the c smallest values present (0 <= c <= present) */
+static int64_t fenwick_smallest(const Fenwick *f, int64_t c) {
+    Py_ssize_t position = 0, step = 1;
+    int64_t total = 0;
+    while (step <= f->size) step <<= 1;
+    for (; step; step >>= 1) {
+        Py_ssize_t next = position + step;
+        if (next <= f->size && f->count[next] <= c) { c -= f->count[next]; total += f->sum[next]; position = next; }
+    }
+    return total;
+}
+
+static int64_t fenwick_largest(const Fenwick *f, int64_t c) { return f->total - fenwick_smallest(f, f->present - c); }
+
+typedef struct {
+    const int64_t *must_count, *must_light, *must_heavy;
+    Fenwick light, heavy;
+    int exact;
+} RangeTest;
+
+static int range_completes(const RangeTest *t, Py_ssize_t after, int64_t count, int64_t room) {
+    if (room < 0 || count < 0) return 0;
+    int64_t extra = count - t->must_count[after], low, high;
+    if (extra < 0) return 0;
+    if (!t->exact) {
+        low = t->must_light[after];
+        high = t->must_heavy[after] + fenwick_largest(&t->heavy, extra < t->heavy.present ? extra : t->heavy.present);
+    } else {
+        if (extra > t->light.present) return 0;
+        low = t->must_light[after] + fenwick_smallest(&t->light, extra);
+        high = t->must_heavy[after] + fenwick_largest(&t->heavy, extra);
+    }
+    return low <= room && room <= high;
+}
+
+/* ranges_walk(n, k, tokens, level_ok, delete_ok, must_count, must_light, must_heavy, slot, light_rank,
+   light_sorted, heavy_rank, heavy_sorted, head, budget, limit, exact, choice) -> (count, room) after the
+   head rows, their levels in choice (-1 delete), or None where a row finds no completion */
+static PyObject *kernel_ranges_walk(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[14];
+    Py_ssize_t n, k, head;
+    long long budget, limit;
+    int exact;
+    if (!PyArg_ParseTuple(args, "nnOOOOOOOOOOOnLLpO", &n, &k, &o[0], &o[1], &o[2], &o[3], &o[4], &o[5], &o[6], &o[7],
+                          &o[8], &o[9], &o[10], &head, &budget, &limit, &exact, &o[11]))
+        return NULL;
+    if (n < 0 || k < 0 || head < 0 || head > n) {
+        PyErr_SetString(PyExc_ValueError, "ranges_walk takes 0 <= head <= n");
+        return NULL;
+    }
+    Py_buffer probe;  /* the free rows' count: the sorted arrays' length */
+    if (PyObject_GetBuffer(o[8], &probe, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    Py_ssize_t m = probe.len / 8;
+    PyBuffer_Release(&probe);
+    const Argument arg[] = {
+        {o[0], 8, 0, "tokens", n * k * 8}, {o[1], 1, 0, "level_ok", n * k}, {o[2], 1, 0, "delete_ok", n},
+        {o[3], 8, 0, "must_count", (n + 1) * 8}, {o[4], 8, 0, "must_light", (n + 1) * 8},
+        {o[5], 8, 0, "must_heavy", (n + 1) * 8}, {o[6], 8, 0, "slot", n * 8}, {o[7], 8, 0, "light_rank", m * 8},
+        {o[8], 8, 0, "light_sorted", m * 8}, {o[9], 8, 0, "heavy_rank", m * 8}, {o[10], 8, 0, "heavy_sorted", m * 8},
+        {o[11], 8, 1, "choice", n * 8},
+    };
+    Py_buffer b[12];
+    if (take_buffers(arg, b, 12) < 0) return NULL;
+    const int64_t *tokens = b[0].buf, *slot = b[6].buf, *light_rank = b[7].buf, *heavy_rank = b[9].buf;
+    const uint8_t *level_ok = b[1].buf, *delete_ok = b[2].buf;
+    int64_t *choice = b[11].buf;
+    RangeTest t = {b[3].buf, b[4].buf, b[5].buf, {0}, {0}, exact};
+    PyObject *out = NULL;
+    if (fenwick_init(&t.light, m, b[8].buf) < 0 || fenwick_init(&t.heavy, m, b[10].buf) < 0) {
+        PyErr_NoMemory();
+        goto release;
+    }
+    int64_t count = limit, room = budget;
+    int failed = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t row = 0; row < head && !failed; row++) {
+        if (slot[row] >= 0) {
+            fenwick_remove(&t.light, (Py_ssize_t)light_rank[slot[row]]);
+            fenwick_remove(&t.heavy, (Py_ssize_t)heavy_rank[slot[row]]);
+        }
+        int found = 0;
+        for (Py_ssize_t lv = 0; lv < k && !found; lv++) {
+            int64_t w = tokens[row * k + lv];
+            if (level_ok[row * k + lv] && range_completes(&t, row + 1, count - 1, room - w)) {
+                choice[row] = lv;
+                count--;
+                room -= w;
+                found = 1;
+            }
+        }
+        if (!found) {
+            if (delete_ok[row] && range_completes(&t, row + 1, count, room)) choice[row] = -1;
+            else failed = 1;  /* an earlier row's choice was let through but cannot be completed */
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (failed) {
+        out = Py_None;
+        Py_INCREF(out);
+    } else {
+        out = Py_BuildValue("(LL)", (long long)count, (long long)room);
+    }
+release:
+    free(t.light.count); free(t.light.sum); free(t.heavy.count); free(t.heavy.sum);
+    release_buffers(b, 12);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"solve", kernel_solve, METH_VARARGS,
      "solve(n, k, tokens, values, usable, capacity, choice, keep, core, bounded_ties[, at_once, banded, shortcut, "
@@ -3594,6 +3731,10 @@ static PyMethodDef methods[] = {
     {"edges", kernel_edges, METH_VARARGS,
      "edges(n, k, tokens, level_ok, delete_ok, keepable, lightest, heaviest, counts, most, fewest, below, above): "
      "tied._Edges' tables, filled in place"},
+    {"ranges_walk", kernel_ranges_walk, METH_VARARGS,
+     "ranges_walk(n, k, tokens, level_ok, delete_ok, must_count, must_light, must_heavy, slot, light_rank, "
+     "light_sorted, heavy_rank, heavy_sorted, head, budget, limit, exact, choice) -> (count, room) or None: "
+     "tied._Ranges' walk of the head rows"},
     {"sum", kernel_sum, METH_VARARGS, "sum(float64 buffer) -> numpy's pairwise sum of it"},
     {"greedy", kernel_greedy, METH_VARARGS,
      "greedy(n, k, order, tokens, usable, budget, limit, choice): the greedy baseline's walk"},

@@ -34,21 +34,27 @@ EDGE_BITS = 64  # tokens either end of a suffix's range within which _Edges is e
 EDGE_CELLS = 1 << 21  # (row, count) cells _Edges may hold (32 bytes each: 64 MiB)
 
 
+def _ranked(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each value's rank in ascending order (ties by position) and the values in that order, int64."""
+    order = np.argsort(values, kind="stable")
+    rank = np.empty(values.size, dtype=np.int64)
+    rank[order] = np.arange(values.size)
+    return rank, values[order].astype(np.int64)
+
+
 class _Smallest:
     """The values of a shrinking set of rows, for the sum of the c smallest of them (a Fenwick tree
     over the values' ranks, holding counts and sums)."""
 
     def __init__(self, values: np.ndarray) -> None:
-        self.order = np.argsort(values, kind="stable")
-        self.rank = np.empty(values.size, dtype=np.int64)
-        self.rank[self.order] = np.arange(values.size)
-        self.sorted = values[self.order].tolist()
+        self.rank, ordered = _ranked(values)
+        self.sorted = ordered.tolist()
         self.size = values.size
         self.count = [0] * (self.size + 1)
         self.sum = [0] * (self.size + 1)
         # every row present: each node covers (i - lowbit(i), i]
         counts = np.ones(self.size + 1, dtype=np.int64)
-        sums = np.concatenate(([0], values[self.order])).astype(np.int64)
+        sums = np.concatenate(([0], ordered)).astype(np.int64)
         counts[0] = 0
         cum_c, cum_s = np.cumsum(counts), np.cumsum(sums)
         index = np.arange(1, self.size + 1)
@@ -132,8 +138,16 @@ class _Edges:
             self.most[r, :top], self.fewest[r, :top] = new_most, new_fewest
             self.below_most[r, :top], self.above_fewest[r, :top] = new_below, new_above
 
+    def walk(self, tokens: np.ndarray, level_ok: np.ndarray, delete_ok: np.ndarray, head: int, budget: int,
+             limit: int) -> tuple[np.ndarray, int, int] | None:
+        """The head rows' levels, and the count and room they leave (see _walk)."""
+        return _walk(self, tokens, level_ok, delete_ok, head, budget, limit)
+
+    def start(self) -> None:
+        """(The tables hold every suffix: nothing to set up or update as the walk moves on.)"""
+
     def passed(self, row: int) -> None:
-        """(The tables hold every suffix: nothing to update as the walk moves on.)"""
+        """(See start.)"""
 
     def completes(self, after: int, count: int, room: int) -> bool:
         """Whether rows after.. may hold exactly ``room`` tokens keeping ``count`` records: exact within
@@ -228,7 +242,8 @@ def tied_counted(instance: Instance, scaled: Scaled, lp: Relaxation) -> np.ndarr
 class _Ranges:
     """The rows after the walk's place: the fewest and most tokens they can add keeping a count of
     records (or at most that many, where the count is free), by Fenwick trees over the free rows'
-    lightest and heaviest levels: necessary conditions only. The walk reports each row it passes."""
+    lightest and heaviest levels: necessary conditions only. The walk reports each row it passes; the
+    compiled module walks the head rows itself (``ranges_walk``, the same choices)."""
 
     def __init__(self, delete_ok: np.ndarray, keepable: np.ndarray, lightest: np.ndarray, heaviest: np.ndarray,
                  exact_count: bool) -> None:
@@ -236,16 +251,33 @@ class _Ranges:
         must = keepable & ~delete_ok  # rows kept in every zero-loss allocation
         free = keepable & delete_ok
         # suffix sums over the rows that must be kept: count, fewest and most tokens
-        self.must_count = np.concatenate((np.cumsum(must[::-1])[::-1], [0])).tolist()
-        self.must_light = np.concatenate((np.cumsum(np.where(must, lightest, 0)[::-1])[::-1], [0])).tolist()
-        self.must_heavy = np.concatenate((np.cumsum(np.where(must, heaviest, 0)[::-1])[::-1], [0])).tolist()
+        self.must = [np.concatenate((np.cumsum(column[::-1])[::-1], [0])).astype(np.int64) for column in (
+            must, np.where(must, lightest, 0), np.where(must, heaviest, 0))]
         free_rows = np.flatnonzero(free)
-        slot = np.full(n, -1, dtype=np.int64)
-        slot[free_rows] = np.arange(free_rows.size)
-        self.slot_of = slot.tolist()
-        self.light = _Smallest(lightest[free_rows])
-        self.heavy = _Smallest(heaviest[free_rows])
+        self.slot = np.full(n, -1, dtype=np.int64)
+        self.slot[free_rows] = np.arange(free_rows.size)
+        self.free_light, self.free_heavy = lightest[free_rows], heaviest[free_rows]
         self.exact_count = exact_count
+
+    def walk(self, tokens: np.ndarray, level_ok: np.ndarray, delete_ok: np.ndarray, head: int, budget: int,
+             limit: int) -> tuple[np.ndarray, int, int] | None:
+        """The head rows' levels (-1 delete) and the count and room they leave, or None (see _walk)."""
+        module = native.module()
+        if module is None or tokens.shape[1] > MAX_LEVELS:
+            return _walk(self, tokens, level_ok, delete_ok, head, budget, limit)
+        n, k = tokens.shape
+        choice = np.full(n, -1, dtype=np.int64)
+        left = module.ranges_walk(
+            n, k, np.ascontiguousarray(tokens, dtype=np.int64), np.ascontiguousarray(level_ok),
+            np.ascontiguousarray(delete_ok), *self.must, self.slot, *_ranked(self.free_light),
+            *_ranked(self.free_heavy), head, budget, limit, self.exact_count, choice)
+        return None if left is None else (choice[:head], *left)
+
+    def start(self) -> None:
+        """The Fenwick trees of the walk in Python (every free row present)."""
+        self.light, self.heavy = _Smallest(self.free_light), _Smallest(self.free_heavy)
+        self.slot_of = self.slot.tolist()
+        self.must_count, self.must_light, self.must_heavy = (column.tolist() for column in self.must)
 
     def passed(self, row: int) -> None:
         if self.slot_of[row] >= 0:
@@ -269,22 +301,21 @@ class _Ranges:
         return low <= room <= high
 
 
-def _build(instance: Instance, level_ok: np.ndarray, delete_ok: np.ndarray, ends: _Ranges | _Edges, tail: int,
-           budget: int, limit: int, exact_count: bool) -> np.ndarray | None:
-    """Rows 0..n-tail-1 by ``ends``' test (necessary conditions, exact near the ends of the ranges
-    with _Edges), the last ``tail`` rows by the exact DP."""
-    n = instance.n
-    head = n - tail
-    tokens = instance.tokens
+def _walk(ends: _Ranges | _Edges, tokens: np.ndarray, level_ok: np.ndarray, delete_ok: np.ndarray, head: int,
+          budget: int, limit: int) -> tuple[np.ndarray, int, int] | None:
+    """Rows 0..head-1, each at its first zero-loss option (levels in order, delete last) after which
+    ``ends`` says the rest can complete the count and the tokens: their levels (-1 delete) and the count
+    and room left, or None where a row finds no completion (an earlier choice was let through)."""
+    ends.start()
 
     def completes(after: int, count: int, room: int) -> bool:
         return room >= 0 and count >= 0 and ends.completes(after, count, room)
 
-    choice = np.full(n, -1, dtype=np.int64)
+    choice = np.full(head, -1, dtype=np.int64)
     count, room = limit, budget
-    ok_rows = level_ok.tolist()
-    token_rows = tokens.tolist()
-    delete_rows = delete_ok.tolist()
+    ok_rows = level_ok[:head].tolist()
+    token_rows = tokens[:head].tolist()
+    delete_rows = delete_ok[:head].tolist()
     for row in range(head):
         ends.passed(row)
         for level, allowed in enumerate(ok_rows[row]):
@@ -294,8 +325,22 @@ def _build(instance: Instance, level_ok: np.ndarray, delete_ok: np.ndarray, ends
                 break
         else:
             if not (delete_rows[row] and completes(row + 1, count, room)):
-                return None  # an earlier row's choice was let through but cannot be completed
-    tail_choice = _tail(level_ok[head:], delete_ok[head:], tokens[head:], count, room, exact_count)
+                return None
+    return choice, count, room
+
+
+def _build(instance: Instance, level_ok: np.ndarray, delete_ok: np.ndarray, ends: _Ranges | _Edges, tail: int,
+           budget: int, limit: int, exact_count: bool) -> np.ndarray | None:
+    """Rows 0..n-tail-1 by ``ends``' test (necessary conditions, exact near the ends of the ranges
+    with _Edges), the last ``tail`` rows by the exact DP."""
+    n = instance.n
+    head = n - tail
+    walked = ends.walk(instance.tokens, level_ok, delete_ok, head, budget, limit)
+    if walked is None:
+        return None
+    choice = np.full(n, -1, dtype=np.int64)
+    choice[:head], count, room = walked
+    tail_choice = _tail(level_ok[head:], delete_ok[head:], instance.tokens[head:], count, room, exact_count)
     if tail_choice is None:
         return None
     choice[head:] = tail_choice
