@@ -495,11 +495,7 @@ def _solve_core(instance: Instance, scaled: Scaled, red: Reduction, *, dense: bo
             proven = proof if proofs else None
         except CoreTooLarge:
             pass
-    if core_choice is None:
-        if not dense:
-            if proven is not None:
-                raise proven
-            return None
+    if core_choice is None and dense:
         core_choice = _dense_core(sub, sub_scaled)
         if core_choice is None and sub.max_records is not None:
             # the table with a count dimension is too large; without it, the core's tie-rule
@@ -508,10 +504,10 @@ def _solve_core(instance: Instance, scaled: Scaled, red: Reduction, *, dense: bo
             free = _dense_core(replace(sub, max_records=None), sub_scaled)
             if free is not None and int((free >= 0).sum()) <= sub.max_records:
                 core_choice = free
-        if core_choice is None:
-            if proven is not None:
-                raise proven
-            return None
+    if core_choice is None:
+        if proven is not None:
+            raise proven
+        return None
     choice[red.core] = core_choice
     return choice
 

@@ -213,9 +213,9 @@ def tied_counted(instance: Instance, scaled: Scaled, lp: Relaxation) -> np.ndarr
     # (the tables' sums stay clear of the ±2**62 sentinels where all rows' heaviest levels sum below 2**60)
     edges = _Edges(level_ok, delete_ok, keepable, tokens, lightest, heaviest, counts) if (
         exact_count and (n + 1) * (counts + 1) <= EDGE_CELLS and int(heaviest.clip(0).sum()) < 1 << 60) else None
+    ends = edges if edges is not None else _Ranges(delete_ok, keepable, lightest, heaviest, exact_count)
     choice = None
     for tail in TAILS:
-        ends = edges if edges is not None else _Ranges(delete_ok, keepable, lightest, heaviest, exact_count)
         choice = _build(instance, level_ok, delete_ok, ends, min(tail, n), budget, limit, exact_count)
         if choice is not None or tail >= n:
             break
@@ -242,8 +242,9 @@ def tied_counted(instance: Instance, scaled: Scaled, lp: Relaxation) -> np.ndarr
 class _Ranges:
     """The rows after the walk's place: the fewest and most tokens they can add keeping a count of
     records (or at most that many, where the count is free), by Fenwick trees over the free rows'
-    lightest and heaviest levels: necessary conditions only. The walk reports each row it passes; the
-    compiled module walks the head rows itself (``ranges_walk``, the same choices)."""
+    lightest and heaviest levels: necessary conditions only. Each walk starts the trees afresh and
+    reports each row it passes (one instance serves every tail tried); the compiled module walks the
+    head rows itself (``ranges_walk``, the same choices)."""
 
     def __init__(self, delete_ok: np.ndarray, keepable: np.ndarray, lightest: np.ndarray, heaviest: np.ndarray,
                  exact_count: bool) -> None:
@@ -258,6 +259,7 @@ class _Ranges:
         self.slot[free_rows] = np.arange(free_rows.size)
         self.free_light, self.free_heavy = lightest[free_rows], heaviest[free_rows]
         self.exact_count = exact_count
+        self.ranked: tuple[np.ndarray, ...] | None = None  # the compiled walk's ranks and sorted values
 
     def walk(self, tokens: np.ndarray, level_ok: np.ndarray, delete_ok: np.ndarray, head: int, budget: int,
              limit: int) -> tuple[np.ndarray, int, int] | None:
@@ -265,12 +267,14 @@ class _Ranges:
         module = native.module()
         if module is None or tokens.shape[1] > MAX_LEVELS:
             return _walk(self, tokens, level_ok, delete_ok, head, budget, limit)
+        if self.ranked is None:  # (once for every tail the caller tries)
+            self.ranked = (*_ranked(self.free_light), *_ranked(self.free_heavy))
         n, k = tokens.shape
         choice = np.full(n, -1, dtype=np.int64)
         left = module.ranges_walk(
             n, k, np.ascontiguousarray(tokens, dtype=np.int64), np.ascontiguousarray(level_ok),
-            np.ascontiguousarray(delete_ok), *self.must, self.slot, *_ranked(self.free_light),
-            *_ranked(self.free_heavy), head, budget, limit, self.exact_count, choice)
+            np.ascontiguousarray(delete_ok), *self.must, self.slot, *self.ranked, head, budget, limit,
+            self.exact_count, choice)
         return None if left is None else (choice[:head], *left)
 
     def start(self) -> None:
