@@ -270,6 +270,7 @@ def test_a_loose_incumbent_leaves_the_counted_dp_a_core_it_solves_at_a_floor_nea
     assert cp.status == "optimal" and cp.scaled_objective == solution.scaled_objective
 
 
+@needs(native.module() is not None, "the compiled kernel (the counted DP's larger state limits)")
 def test_integer_utilities_floor_the_counted_dp_on_whole_units(monkeypatch) -> None:
     """Issue 18's weakly correlated class (integer utilities), 1,000 records, 588 kept (60 % of the
     unlimited optimum's): every value is a whole number of units, so the floors tried are whole units
@@ -366,6 +367,7 @@ def test_counted_reduction_and_the_kernels_prices_choose_alike(seed) -> None:
     assert counted[0].choice.tolist() == priced[0].choice.tolist()
 
 
+@needs(native.module() is not None, "the compiled kernel (solve_kernel_reduced)")
 def test_past_prices_first_rows_the_engine_takes_the_counted_dp_first() -> None:
     inst = generated("uncorrelated", core.PRICES_FIRST_ROWS + 1, 1, max_records=10)
     found = core.solve_kernel_reduced(inst, scale(inst))
