@@ -29,7 +29,7 @@ from generators import generate  # noqa: E402
 
 BAND_ROWS = 16384  # _kernel.c: solve_arrays takes the band from this many rows,
 DENSE_BAND_ROWS = 12288  # from this many where a pilot's rows have dense hulls (0.6 k increments a row),
-TIED_ROWS = 2048  # and the tied split alone (mode 4: after a pilot of 32 rows finds ties) from this many
+TIED_ROWS = 512  # and the tied split alone (mode 4: after a pilot of 32 rows finds ties) from this many
 
 
 def _solve(tokens, values, usable, capacity, mode=1, at_once=False, banded=0):
@@ -153,17 +153,18 @@ def test_the_tied_split_is_taken_on_the_correlated_classes(kind, share) -> None:
 
 @pytest.mark.parametrize("kind", ["strongly", "subset-sum", "memory"])
 def test_the_tied_split_alone_on_fewer_rows(kind) -> None:
-    """Mode 4 (solve_arrays from 2,048 rows): taken on the correlated classes, declined after its pilot
+    """Mode 4 (solve_arrays from 512 rows): taken on the correlated classes, declined after its pilot
     where no block of ties shows."""
-    rows = _scaled(kind, 5_000, 3, 1.0)
-    assert _same_answer(_solve(*rows), _solve(*rows, banded=4), 1) == (kind != "memory")
+    for n in (600, 5_000):
+        rows = _scaled(kind, n, 3, 1.0)
+        assert _same_answer(_solve(*rows), _solve(*rows, banded=4), 1) == (kind != "memory")
 
 
 @pytest.mark.parametrize("kind", ["memory", "uncorrelated", "weakly", "strongly"])
 def test_below_16384_rows_the_band_only_where_hulls_are_dense(kind) -> None:
     """Mode 1 from 12,288 rows (solve_arrays' default there): memory-shaped rows (3.6 hull increments of
     4 levels) take the band, the uncorrelated (1.7 of 5) and weakly correlated (2.4 of 5) every hull;
-    the correlated classes the tied split, as from 2,048 rows."""
+    the correlated classes the tied split, as from 512 rows."""
     rows = _scaled(kind, 13_000, 3, 1.0)
     full = _solve(*rows)
     for banded in (1, -1):  # -1: the kernel's default for the row count, as solve_arrays runs it
