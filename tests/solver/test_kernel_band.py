@@ -7,11 +7,17 @@ options, without hulls. Wherever either is taken it must give what every row's h
 multiplier, bound, optimum, allocation, kept levels and core, search and tie-rule counts (only the hull
 counts are not taken: -1). The test modes take the band where the kernel would decline it (2) and a band
 one sample increment wide (3: the split is often outside it, and the kernel must fall back to every
-hull); mode 4 is the tied split alone."""
+hull); mode 4 is the tied split alone.
+
+With AVX-512 the band is narrowed by a grid of 8 multipliers between its ends (each row's best option at
+all 8 in one pass: _kernel.c, draw_grid), from 4,096 rows; elsewhere the kernel draws no grid. The
+grid's twin in plain C (mode 2 of `grid`) runs wherever the CPU lacks AVX-512, so its logic is tested on
+every machine, and against the vector pass where there is one."""
 
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +36,22 @@ from generators import generate  # noqa: E402
 BAND_ROWS = 16384  # _kernel.c: solve_arrays takes the band from this many rows,
 DENSE_BAND_ROWS = 12288  # from this many where a pilot's rows have dense hulls (0.6 k increments a row),
 TIED_ROWS = 512  # and the tied split alone (mode 4: after a pilot of 32 rows finds ties) from this many
+GRID_ROWS = 4096  # with the grid (AVX-512), the band from this many
+
+# the grid modes this machine runs: none, the C twin, and AVX-512 where the CPU has it
+GRID_MODES = [0, 2] + ([1] if native.module().grid(1) == 1 else [])
+native.module().grid(-1)
+
+
+@contextmanager
+def _grid(mode: int):
+    """The band's grid in `mode` (0 none, 1 AVX-512, 2 plain C) inside the block, then the CPU's."""
+    kernel = native.module()
+    assert kernel.grid(mode) == mode
+    try:
+        yield
+    finally:
+        kernel.grid(-1)
 
 
 def _solve(tokens, values, usable, capacity, mode=1, at_once=False, banded=0):
@@ -89,20 +111,24 @@ def _rows(draw):
 
 
 @settings(max_examples=250, deadline=None)
-@given(_rows(), st.sampled_from([1, 0, 2, -1]), st.sampled_from([1, 2, 3, 4]), st.booleans())
-def test_the_band_gives_what_every_hull_gives(rows, mode, banded, at_once) -> None:
+@given(_rows(), st.sampled_from([1, 0, 2, -1]), st.sampled_from([1, 2, 3, 4]), st.booleans(),
+       st.sampled_from(GRID_MODES))
+def test_the_band_gives_what_every_hull_gives(rows, mode, banded, at_once, grid) -> None:
     tokens, values, usable, capacity = rows
     full = _solve(tokens, values, usable, capacity, mode, at_once)
-    _same_answer(full, _solve(tokens, values, usable, capacity, mode, at_once, banded), mode)
+    with _grid(grid):
+        band = _solve(tokens, values, usable, capacity, mode, at_once, banded)
+    _same_answer(full, band, mode)
 
 
 @settings(max_examples=300, deadline=None)
-@given(_raw_rows(), st.sampled_from([2, 3]))
-def test_the_band_on_small_rows_is_the_exhaustive_tie_rule(rows, banded) -> None:
+@given(_raw_rows(), st.sampled_from([2, 3]), st.sampled_from(GRID_MODES))
+def test_the_band_on_small_rows_is_the_exhaustive_tie_rule(rows, banded, grid) -> None:
     """Rows of values to 2**52 (products past 64 bits: such a row is given its hull), zero tokens,
     masks: the band forced, against the tie rule by exhaustive search."""
     tokens, values, usable, capacity = rows
-    info, choice, _, _ = _solve(tokens, values, usable, capacity, banded=banded)
+    with _grid(grid):
+        info, choice, _, _ = _solve(tokens, values, usable, capacity, banded=banded)
     expected, value, used = _raw_optimum(tokens, values, usable, capacity)
     assert info is not None
     assert (int(info[3]), int(info[4])) == (value, used)
@@ -111,14 +137,16 @@ def test_the_band_on_small_rows_is_the_exhaustive_tie_rule(rows, banded) -> None
 
 @pytest.mark.parametrize("kind", ["memory", "uncorrelated", "weakly"])
 @pytest.mark.parametrize("share", [0.1, 0.6, 1.0])
-def test_the_band_is_taken_where_few_rows_are_in_it(kind, share) -> None:
+@pytest.mark.parametrize("grid", GRID_MODES)
+def test_the_band_is_taken_where_few_rows_are_in_it(kind, share, grid) -> None:
     """Not vacuous: on these classes the band is taken (the hull counts are not) and spares most rows
     their hull, with the answer of every hull, the search's tighter bounds (which need every hull)
     included."""
     rows = _scaled(kind, 20_000, 3, share)
     for at_once in (False, True):
         full = _solve(*rows, at_once=at_once)
-        band = _solve(*rows, at_once=at_once, banded=1)
+        with _grid(grid):
+            band = _solve(*rows, at_once=at_once, banded=1)
         assert _same_answer(full, band, 1)
         # the search's exact LP of the rows outside it needs every hull: built once it has generated
         # 65,536 states (at once: from the first), as on weakly correlated rows at these budgets
@@ -128,12 +156,14 @@ def test_the_band_is_taken_where_few_rows_are_in_it(kind, share) -> None:
 
 
 @pytest.mark.parametrize("kind", ["memory", "uncorrelated"])
-def test_the_band_with_a_price_per_token(kind) -> None:
+@pytest.mark.parametrize("grid", GRID_MODES)
+def test_the_band_with_a_price_per_token(kind, grid) -> None:
     """A price per token (MemPrice) leaves levels worth less than nothing: not usable, their scaled
     values negative. They neither keep a row in the band nor change its answer."""
     rows = _scaled(kind, 20_000, 5, 0.2, price=0.05 if kind == "memory" else 0.3)
     assert (rows[1] < 0).any() and not rows[2].all()  # not vacuous
-    band = _solve(*rows, banded=1)
+    with _grid(grid):
+        band = _solve(*rows, banded=1)
     assert _same_answer(_solve(*rows), band, 1)
     assert band[0][13] < 20_000 // 4  # most rows get no hull
 
@@ -161,18 +191,53 @@ def test_the_tied_split_alone_on_fewer_rows(kind) -> None:
 
 
 @pytest.mark.parametrize("kind", ["memory", "uncorrelated", "weakly", "strongly"])
-def test_below_16384_rows_the_band_only_where_hulls_are_dense(kind) -> None:
-    """Mode 1 from 12,288 rows (solve_arrays' default there): memory-shaped rows (3.6 hull increments of
-    4 levels) take the band, the uncorrelated (1.7 of 5) and weakly correlated (2.4 of 5) every hull;
-    the correlated classes the tied split, as from 512 rows."""
+@pytest.mark.parametrize("grid", GRID_MODES)
+def test_below_16384_rows_the_band_only_where_hulls_are_dense(kind, grid) -> None:
+    """Mode 1 from 12,288 rows (solve_arrays' default there): without the grid, memory-shaped rows (3.6
+    hull increments of 4 levels) take the band, the uncorrelated (1.7 of 5) and weakly correlated (2.4 of
+    5) every hull; with it, every class takes the band (the grid narrows it), and most rows get no hull.
+    The correlated classes take the tied split, as from 512 rows."""
     rows = _scaled(kind, 13_000, 3, 1.0)
     full = _solve(*rows)
-    for banded in (1, -1):  # -1: the kernel's default for the row count, as solve_arrays runs it
-        band = _solve(*rows, banded=banded)
-        taken = _same_answer(full, band, 1)
-        assert taken == (kind in ("memory", "strongly"))
-        if kind == "memory":
-            assert band[0][13] < 13_000 // 2
+    with _grid(grid):
+        for banded in (1, -1):  # -1: the kernel's default for the row count, as solve_arrays runs it
+            band = _solve(*rows, banded=banded)
+            taken = _same_answer(full, band, 1)
+            assert taken == (grid != 0 or kind in ("memory", "strongly"))
+            if kind == "memory" or grid != 0 and kind != "strongly":
+                assert band[0][13] < 13_000 // (2 if grid == 0 else 4)
+
+
+@pytest.mark.parametrize("kind", ["memory", "uncorrelated", "weakly"])
+def test_with_the_grid_the_band_from_4096_rows(kind) -> None:
+    """solve_arrays' default (-1) takes the band from GRID_ROWS rows where the grid is drawn, and not
+    below; without the grid, below 12,288 rows only where hulls are dense (memory-shaped)."""
+    for n in (GRID_ROWS - 1, GRID_ROWS):
+        rows = _scaled(kind, n, 3, 1.0)
+        full = _solve(*rows)
+        for grid in GRID_MODES:
+            with _grid(grid):
+                taken = _same_answer(full, _solve(*rows, banded=-1), 1)
+            assert taken == (grid != 0 and n >= GRID_ROWS)
+
+
+def test_the_vector_grid_is_the_plain_one() -> None:
+    """Where the CPU has AVX-512 the grid's pass runs 8 multipliers a vector: the same rows in the band
+    (the hull counts), the same everything else, as the plain twin; elsewhere the kernel says it has no
+    vector grid (and draws none by default)."""
+    kernel = native.module()
+    if 1 not in GRID_MODES:
+        assert kernel.grid(1) == 0 and kernel.grid(-1) == 0
+        return
+    for kind in ("memory", "uncorrelated", "weakly"):
+        for share in (0.05, 0.5, 1.0):
+            rows = _scaled(kind, 20_000, 7, share)
+            with _grid(1):
+                vector = _solve(*rows, banded=1)
+            with _grid(2):
+                plain = _solve(*rows, banded=1)
+            assert vector[0] == plain[0]
+            assert vector[1].tolist() == plain[1].tolist() and vector[2].tolist() == plain[2].tolist()
 
 
 def test_the_band_is_declined_where_every_level_fits() -> None:

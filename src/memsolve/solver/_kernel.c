@@ -856,7 +856,7 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
 enum { W_HULL, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
        W_CAND, W_GREEDY, W_BAND, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
        W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_UTIL, W_REF, W_LOSS_ALLOC, W_ROW_BEST, W_TIED_MASK, W_KEEP_MASK,
-       W_LP_INC, W_LP_SUMS, W_LEAD_SUMS, W_SECOND, W_SAMPLE,
+       W_LP_INC, W_LP_SUMS, W_LEAD_SUMS, W_SECOND, W_SAMPLE, W_ORDER, W_GRID_BEST, W_GRID_TIES,
        W_CUT_LIGHT, W_CUT_VALUES, W_CUT_USABLE, W_CUT_HULL, W_CUT_HW, W_CUT_INC, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
@@ -962,8 +962,6 @@ static size_t shift_reach(const uint64_t *before, uint64_t *now, int64_t words, 
 #define TIED_SAMPLE 256     /* with this many rows sampled (a block of ties holds the split even so) */
 #define BAND_Z 4.0          /* the band's half-width, in standard errors of the sample's estimate */
 
-/* The band the kernel takes for n rows by default (the hull counts are then not taken: -1) */
-static int band_mode(Py_ssize_t n) { return n >= DENSE_BAND_ROWS ? 1 : n >= TIED_ROWS ? 4 : 0; }
 
 /* The OR of row i's usable levels' tokens and values (a level's value may be anything where it is not
    usable): products of them with numbers of `bits` bits stay below 2**62 where this is below
@@ -1036,6 +1034,164 @@ static inline int band_bits(const Increment *top, const Increment *bottom) {
     return w ? 64 - __builtin_clzll(w) : 0;
 }
 
+/* The band's grid: GRID multipliers from top (grid[0]) down to bottom (grid[GRID - 1]), sample
+   increments at even shares of the sample's tokens in the band. One pass over the rows finds each row's
+   best option at every one of them (the first of the most valuable reduced values, delete first, and
+   whether another ties it) and, summed over the rows, the tokens of those options: that brackets the
+   split between two adjacent multipliers exactly (where the sum at one passes the capacity and at the
+   one above it does not), and the band is narrowed to that bracket, widened until enough rows are in it
+   (the rankings around the floor fill from them). A row whose best option is the same and unique at
+   both ends of the narrowed band is outside it, as outside_band says for the wide one; the pass costs
+   about a fifth of a hull a row where AVX-512 multiplies 8 multipliers at once (without it the grid is
+   not drawn: a twin in plain C serves the tests). */
+#define GRID 8
+#define GRID_ROWS 4096  /* with the grid, the band from this many rows (solve_arrays) */
+typedef struct {
+    Increment at[GRID];
+    int bits;  /* of the widest numerator or denominator */
+} Grid;
+
+static int grid_vectors = -1;  /* -1: not yet asked (AVX-512 F and DQ); 0: no grid; 1: AVX-512; 2: the C twin (tests) */
+
+static int grid_on(void) {
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+    if (grid_vectors < 0)
+        grid_vectors = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
+                       && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+#else
+    if (grid_vectors < 0) grid_vectors = 0;
+#endif
+    return grid_vectors;
+}
+
+/* The band the kernel takes for n rows by default (the hull counts are then not taken: -1) */
+static int band_mode(Py_ssize_t n) { return n >= DENSE_BAND_ROWS || (n >= GRID_ROWS && grid_on()) ? 1 : n >= TIED_ROWS ? 4 : 0; }
+
+/* What the grid pass writes: each row's best option at multiplier j in byte j of best[i], bit j of
+   ties[i] where another option ties it (every bit where the row's products may not fit 64 bits: such a
+   row is taken as in the band), the best options' tokens summed over the rows into tokens[j], and into
+   changes[j] the rows whose best differs between multipliers j and j + 1 (or ties at either). */
+typedef struct {
+    uint64_t *best;
+    uint8_t *ties;
+    int64_t tokens[GRID], changes[GRID];
+} GridPass;
+
+static void grid_row(const Problem *P, Py_ssize_t i, const Grid *g, uint64_t *best_out, uint8_t *ties_out,
+                     int64_t *tokens_out) {
+    Py_ssize_t k = P->k;
+    const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
+    const uint8_t *ok = P->usable + i * k;
+    uint64_t best_of = 0;
+    uint8_t ties = 0;
+    for (int j = 0; j < GRID; j++) {
+        const uint64_t p = (uint64_t)g->at[j].dv, q = (uint64_t)g->at[j].ds;
+        int64_t best = 0, bw = 0;
+        int pick = (int)k;
+        for (Py_ssize_t o = 0; o < k; o++) {
+            if (!ok[o]) continue;
+            int64_t r = (int64_t)(q * (uint64_t)tv[o] - p * (uint64_t)tw[o]);
+            if (r > best) { best = r; pick = (int)o; bw = tw[o]; ties &= (uint8_t)~(1u << j); }
+            else if (r == best) ties |= (uint8_t)(1u << j);
+        }
+        best_of |= (uint64_t)pick << (8 * j);
+        tokens_out[j] = bw;
+    }
+    *best_out = best_of;
+    *ties_out = ties;
+}
+
+static void grid_pass_plain(const Problem *P, const Grid *g, GridPass *out) {
+    memset(out->tokens, 0, sizeof out->tokens);
+    memset(out->changes, 0, sizeof out->changes);
+    for (Py_ssize_t i = 0; i < P->n; i++) {
+        int64_t tokens[GRID];
+        uint8_t ties;
+        if (!narrow_row(P, i, g->bits)) { out->best[i] = 0; out->ties[i] = 0xFF; continue; }
+        grid_row(P, i, g, &out->best[i], &ties, tokens);
+        out->ties[i] = ties;
+        for (int j = 0; j < GRID; j++) out->tokens[j] += tokens[j];
+        for (int j = 0; j + 1 < GRID; j++)
+            out->changes[j] += ((out->best[i] >> (8 * j) & 0xFF) != (out->best[i] >> (8 * j + 8) & 0xFF))
+                               | ((ties >> j) & 1) | ((ties >> (j + 1)) & 1);
+    }
+}
+
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+/* grid_pass_plain with the 8 multipliers in the lanes of AVX-512 registers: the same numbers */
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) static void grid_pass_avx512(const Problem *P,
+                                                                                           const Grid *g,
+                                                                                           GridPass *out) {
+    Py_ssize_t n = P->n, k = P->k;
+    int64_t ps[GRID], qs[GRID];
+    for (int j = 0; j < GRID; j++) { ps[j] = g->at[j].dv; qs[j] = g->at[j].ds; }
+    const __m512i vp = _mm512_loadu_si512(ps), vq = _mm512_loadu_si512(qs), none = _mm512_set1_epi64(k);
+    const __m512i one = _mm512_set1_epi64(1);
+    __m512i sum = _mm512_setzero_si512(), changes = _mm512_setzero_si512();
+    int every_row = !(P->width >> (62 - g->bits));  /* every row's products fit (else asked row by row) */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!every_row && !narrow_row(P, i, g->bits)) { out->best[i] = 0; out->ties[i] = 0xFF; continue; }
+        const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
+        const uint8_t *ok = P->usable + i * k;
+        __m512i best = _mm512_setzero_si512(), pick = none, bw = _mm512_setzero_si512();
+        __mmask8 ties = 0;
+        for (Py_ssize_t o = 0; o < k; o++) {
+            if (!ok[o]) continue;
+            __m512i w = _mm512_set1_epi64(tw[o]), v = _mm512_set1_epi64(tv[o]);
+            __m512i r = _mm512_sub_epi64(_mm512_mullo_epi64(vq, v), _mm512_mullo_epi64(vp, w));
+            __mmask8 gt = _mm512_cmpgt_epi64_mask(r, best), eq = _mm512_cmpeq_epi64_mask(r, best);
+            best = _mm512_mask_mov_epi64(best, gt, r);
+            pick = _mm512_mask_mov_epi64(pick, gt, _mm512_set1_epi64(o));
+            bw = _mm512_mask_mov_epi64(bw, gt, w);
+            ties = (__mmask8)((ties & ~gt) | eq);
+        }
+        sum = _mm512_add_epi64(sum, bw);
+        __mmask8 moved = _mm512_cmpneq_epi64_mask(pick, _mm512_alignr_epi64(pick, pick, 1));
+        changes = _mm512_mask_add_epi64(changes, (__mmask8)((moved | ties | (ties >> 1)) & 0x7F), changes, one);
+        _mm512_mask_cvtepi64_storeu_epi8(&out->best[i], 0xFF, pick);
+        out->ties[i] = ties;
+    }
+    _mm512_storeu_si512(out->tokens, sum);
+    _mm512_storeu_si512(out->changes, changes);
+}
+#endif
+
+static void grid_pass(const Problem *P, const Grid *g, GridPass *out) {
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+    if (grid_on() == 1) { grid_pass_avx512(P, g, out); return; }
+#endif
+    grid_pass_plain(P, g, out);
+}
+
+static int compare_efficiencies(const void *a, const void *b) {
+    return -compare_efficiency((const Increment *)a, (const Increment *)b);
+}
+
+/* The grid between top and bottom from the sample's increments (copy: scratch for m), or 0 where its
+   numbers are too wide for 64-bit products with the rows'. */
+static int draw_grid(const Increment *x, size_t m, const Increment *top, const Increment *bottom, Increment *copy,
+                     Grid *g) {
+    size_t c = 0;
+    int64_t total = 0;
+    for (size_t j = 0; j < m; j++)
+        if (group_of(&x[j], top, bottom) == 1) { copy[c++] = x[j]; total += x[j].ds; }
+    qsort(copy, c, sizeof(Increment), compare_efficiencies);
+    g->at[0] = *top;
+    g->at[GRID - 1] = *bottom;
+    int64_t seen = 0;
+    size_t a = 0;
+    for (int j = 1; j < GRID - 1; j++) {
+        double share = (double)total * (double)j / (double)(GRID - 1);
+        while (a < c && (double)(seen + copy[a].ds) < share) seen += copy[a++].ds;
+        g->at[j] = a < c ? copy[a] : *bottom;
+    }
+    uint64_t w = 0;
+    for (int j = 0; j < GRID; j++) w |= (uint64_t)g->at[j].ds | (uint64_t)g->at[j].dv;
+    g->bits = w ? 64 - __builtin_clzll(w) : 0;
+    return g->bits <= 60;
+}
+
 /* The sample's split for cap tokens (copy: its increments, overwritten), or 0 where they do not exceed
    cap. */
 static int sample_split(const Increment *x, size_t m, double cap, int64_t total, Increment *copy, Increment *work,
@@ -1085,7 +1241,7 @@ static int pilot_ties(const Problem *P, size_t *increments) {
 
 /* The band [bottom, top] from a sample of `rows` rows: 1 a band, 2 one efficiency (the tied split), 0
    where it cannot or would spare little (tied_only: anything but one efficiency), -1 no memory. */
-static int sample_band(const Problem *P, size_t rows, int tied_only, Increment *top, Increment *bottom) {
+static int sample_band(const Problem *P, size_t rows, int tied_only, Increment *top, Increment *bottom, Grid *grid) {
     Py_ssize_t n = P->n, k = P->k;
     Increment *x = scratch(W_SAMPLE, 3 * rows * (size_t)(k + 1) + rows + 1, sizeof(Increment));
     if (!x) return -1;
@@ -1156,6 +1312,9 @@ static int sample_band(const Problem *P, size_t rows, int tied_only, Increment *
        (every level of Pisinger's correlated classes ties at lambda): the tied split (see tied_split) */
     if (compare_efficiency(top, bottom) == 0 && top->dv > 0) return 2;
     if (tied_only) return 0;
+    /* with the grid, the band narrows to a bracket of the split (banded_split) */
+    if (grid && grid_on() && draw_grid(x, m, top, bottom, copy, grid)) return 1;
+    if (grid) grid->bits = -1;
     /* where half the rows have an increment in the band, the band spares few hulls and costs a pass:
        every hull, as without it */
     size_t inside = 0;
@@ -1170,22 +1329,23 @@ static int sample_band(const Problem *P, size_t rows, int tied_only, Increment *
    a small sample looks for one efficiency around the capacity first (the band's sample of up to 16,384
    rows would find the same). Below BAND_ROWS rows the band is drawn only where the pilot's hulls are
    dense, from a sample of at least 512 rows. */
-static int choose_band(const Problem *P, Increment *top, Increment *bottom) {
+static int choose_band(const Problem *P, Increment *top, Increment *bottom, Grid *grid) {
     Py_ssize_t n = P->n;
+    grid->bits = -1;
     if (n == 0) return 0;
     size_t increments = 0;
     if ((P->banded == 1 || P->banded == 4) && pilot_ties(P, &increments)) {
-        int chosen = sample_band(P, TIED_SAMPLE, 1, top, bottom);
+        int chosen = sample_band(P, TIED_SAMPLE, 1, top, bottom, NULL);
         if (chosen || P->banded == 4) return chosen;
     } else if (P->banded == 4) {
         return 0;
     }
     size_t rows = (size_t)n / 16;
     if (P->banded == 1 && n < BAND_ROWS) {
-        if ((double)increments < DENSE_BAND * (double)P->k * TIED_PILOT) return 0;
-        return sample_band(P, rows < 512 ? 512 : rows, 0, top, bottom);
+        if (!grid_on() && (double)increments < DENSE_BAND * (double)P->k * TIED_PILOT) return 0;
+        return sample_band(P, rows < 512 ? 512 : rows, 0, top, bottom, grid);
     }
-    return sample_band(P, rows < 1024 ? 1024 : rows > 16384 ? 16384 : rows, 0, top, bottom);
+    return sample_band(P, rows < 1024 ? 1024 : rows > 16384 ? 16384 : rows, 0, top, bottom, grid);
 }
 
 /* Phase 1's hulls and split with the band: 1 with the split in *split and the tokens of the increments
@@ -1193,9 +1353,11 @@ static int choose_band(const Problem *P, Increment *top, Increment *bottom) {
    floor_opt and the option second to it at both ends of the band in second_opt, -2 where that differs);
    0 where the split is outside the band (nothing is kept: the caller takes every hull); -1 no memory. */
 static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t *floor_opt, int8_t *second_opt,
-                        Increment *inc, Increment *top, Increment *bottom, Increment *split, int64_t *above) {
-    Py_ssize_t n = P->n, k = P->k;
-    int chosen = choose_band(P, top, bottom);
+                        Increment *inc, Increment *top, Increment *bottom, Increment *split, int64_t *above,
+                        int32_t *order, Py_ssize_t *rows_in_band) {
+    Py_ssize_t n = P->n, k = P->k, n_in = 0;
+    Grid grid;
+    int chosen = choose_band(P, top, bottom, &grid);
     if (chosen != 1) return chosen;
     int64_t over = 0, band_w = 0;  /* tokens above the band; in it */
     size_t m = 0;
@@ -1203,15 +1365,46 @@ static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t 
     int skip_usual = 0;
     int bits = band_bits(top, bottom);
     if (bits > 60) return 0;
+    /* the grid: the band narrowed to the bracket [a, b] of its multipliers (see draw_grid) */
+    GridPass pass;
+    int a = 0, b = GRID - 1;
+    if (grid.bits >= 0) {
+        pass.best = scratch(W_GRID_BEST, (size_t)n, sizeof(uint64_t));
+        pass.ties = scratch(W_GRID_TIES, (size_t)n, 1);
+        if (!pass.best || !pass.ties) return -1;
+        grid_pass(P, &grid, &pass);
+        /* the first multiplier whose best options' tokens pass the capacity: the split is between it and
+           the one above (the lightest best options at that one fit, the heaviest at this one do not) */
+        int s = 0;
+        while (s < GRID && pass.tokens[s] <= P->capacity) s++;
+        if (s == 0 || s == GRID) return 0;  /* outside the band: every hull */
+        /* rows either side of the bracket for the rankings (see sample_band's fill) */
+        int64_t fill = RANKED + 1, rows_above = 0, rows_below = 0;
+        a = s - 1;
+        b = s;
+        while (a > 0 && rows_above < fill) rows_above += pass.changes[--a];
+        while (b < GRID - 1 && rows_below < fill) rows_below += pass.changes[b++];
+        *top = grid.at[a];
+        *bottom = grid.at[b];
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         int best, second;
-        if (outside_band(P, i, top, bottom, bits, &best, &second)) {
+        int outside;
+        if (grid.bits >= 0) {
+            uint64_t picks = pass.best[i];
+            best = (int)(picks >> (8 * a) & 0xFF);
+            second = -2;  /* (not known: at_lambda in the floor pass) */
+            outside = !(pass.ties[i] & ((1u << a) | (1u << b))) && best == (int)(picks >> (8 * b) & 0xFF);
+        } else outside = outside_band(P, i, top, bottom, bits, &best, &second);
+        if (outside) {
             hull_len[i] = -1;
             floor_opt[i] = best;
             second_opt[i] = (int8_t)second;
             over += option_w(P, i, best);
+            order[n - 1 - (i - n_in)] = (int32_t)i;  /* the rows outside, from the back */
             continue;
         }
+        order[n_in++] = (int32_t)i;
         size_t at = (size_t)i * (size_t)(k + 1);
         int64_t hw[64], hv[64];
         int len = build_hull(P, i, hull + at, hw, hv, &on_hull, &skip_usual);
@@ -1223,6 +1416,7 @@ static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t 
             else if (g == 1) { inc[m++] = x; band_w += x.ds; }
         }
     }
+    *rows_in_band = n_in;
     if (over > P->capacity) return 0;
     if (over + band_w <= P->capacity) {
         if (bottom->dv != 0) return 0;
@@ -1728,11 +1922,17 @@ static int solve(Problem *P, int64_t *choice, uint8_t *keep, int64_t *core, int 
     Increment split = {1, 0, 0.0}, top = split, bottom = split;
     int64_t above = 0;  /* the tokens of the increments strictly more efficient than lambda */
     int8_t *second_opt = NULL;
+    int32_t *order = NULL;  /* with the band: the rows in it, then the others (each in input order, the
+                               others from the back) */
+    Py_ssize_t in_band = 0;
     int banded = 0;
     if (P->banded) {
         second_opt = scratch(W_SECOND, (size_t)n, 1);
         if (!second_opt) goto done;
-        banded = banded_split(P, hull, hull_len, floor_opt, second_opt, inc, &top, &bottom, &split, &above);
+        order = scratch(W_ORDER, (size_t)n, sizeof(int32_t));
+        if (!order) goto done;
+        banded = banded_split(P, hull, hull_len, floor_opt, second_opt, inc, &top, &bottom, &split, &above, order,
+                              &in_band);
         if (banded < 0) goto done;
         if (banded == 2) split = top;  /* one efficiency around the capacity */
         if (banded) {
@@ -1819,7 +2019,13 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
     long uncounted = 0;
     const Increment at_split = increment(q, p), *next_limit = banded == 2 ? &at_split : &bottom,
                     *prev_limit = banded == 2 ? &at_split : &top;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    /* With the band, the rows in it (with a hull) go first, then the others: the rankings then fill from
+       the band before any row outside it asks (in input order a quarter of those did, each getting a
+       hull). The floor is the same: only rows in the band can take the second step below (the others
+       have no increment as efficient as lambda), in input order either way. */
+    int by_band = banded == 1;
+    for (Py_ssize_t c = 0; c < n; c++) {
+        Py_ssize_t i = !by_band ? c : c < in_band ? order[c] : order[n - 1 - (c - in_band)];
         size_t at = (size_t)i * (size_t)(k + 1);
         if (hull_len[i] < 0) {
             /* the floor: the band's row is at its one best option; a tied row at its lightest best,
@@ -3310,6 +3516,19 @@ static PyObject *kernel_vector_scaling(PyObject *self, PyObject *args) {
 #endif
 }
 
+/* Tests: grid(mode) sets the band's grid: 0 none (the band as without AVX-512), 1 AVX-512 where the CPU
+   has it (else none), 2 the twin in plain C, -1 as the CPU says (the default); returns the mode now in
+   force. */
+static PyObject *kernel_grid(PyObject *self, PyObject *args) {
+    (void)self;
+    int mode;
+    if (!PyArg_ParseTuple(args, "i", &mode)) return NULL;
+    grid_vectors = -1;
+    if (mode == 1) grid_vectors = grid_on();
+    else if (mode == 0 || mode == 2) grid_vectors = mode;
+    return PyLong_FromLong(grid_on());
+}
+
 /* ---- The counted core DP: core.pareto_dp_counted's states in C ----------------------------------
    Layer r holds the states of rows r..n-1 as (tokens, value) pairs grouped by count (records kept),
    each group sorted by tokens with values rising: the Pareto set of its count, less the states that
@@ -3749,6 +3968,8 @@ static PyMethodDef methods[] = {
      "scale(n, k, tokens, utility, mask, price, budget, factor, out, usable): factor 0 -> row bests"},
     {"vector_scaling", kernel_vector_scaling, METH_VARARGS,
      "vector_scaling(on) -> whether scaling takes four levels at a time (AVX2) after the call (tests)"},
+    {"grid", kernel_grid, METH_VARARGS,
+     "grid(mode) -> the band's grid after the call: 0 none, 1 AVX-512, 2 plain C; -1 as the CPU says (tests)"},
     {NULL, NULL, 0, NULL},
 };
 
