@@ -1046,6 +1046,7 @@ static inline int band_bits(const Increment *top, const Increment *bottom) {
    not drawn: a twin in plain C serves the tests). */
 #define GRID 8
 #define GRID_ROWS 4096  /* with the grid, the band from this many rows (solve_arrays) */
+#define SAMPLE_MAX 4096 /* ... and at most this many rows sampled */
 typedef struct {
     Increment at[GRID];
     int bits;  /* of the widest numerator or denominator */
@@ -1341,8 +1342,13 @@ static int choose_band(const Problem *P, Increment *top, Increment *bottom, Grid
         return 0;
     }
     size_t rows = (size_t)n / 16;
+    if (grid_on()) {
+        /* (the grid narrows the band: a smaller sample, a wider band to start from) */
+        rows = (size_t)n / 32;
+        return sample_band(P, rows < 256 ? 256 : rows > SAMPLE_MAX ? SAMPLE_MAX : rows, 0, top, bottom, grid);
+    }
     if (P->banded == 1 && n < BAND_ROWS) {
-        if (!grid_on() && (double)increments < DENSE_BAND * (double)P->k * TIED_PILOT) return 0;
+        if ((double)increments < DENSE_BAND * (double)P->k * TIED_PILOT) return 0;
         return sample_band(P, rows < 512 ? 512 : rows, 0, top, bottom, grid);
     }
     return sample_band(P, rows < 1024 ? 1024 : rows > 16384 ? 16384 : rows, 0, top, bottom, grid);
