@@ -122,7 +122,7 @@ def test_the_band_gives_what_every_hull_gives(rows, mode, banded, at_once, grid)
 
 
 @settings(max_examples=300, deadline=None)
-@given(_raw_rows(), st.sampled_from([2, 3]), st.sampled_from(GRID_MODES))
+@given(_raw_rows(), st.sampled_from([2, 3, 4]), st.sampled_from(GRID_MODES))
 def test_the_band_on_small_rows_is_the_exhaustive_tie_rule(rows, banded, grid) -> None:
     """Rows of values to 2**52 (products past 64 bits: such a row is given its hull), zero tokens,
     masks: the band forced, against the tie rule by exhaustive search."""
@@ -222,14 +222,14 @@ def test_with_the_grid_the_band_from_4096_rows(kind) -> None:
 
 
 def test_the_vector_grid_is_the_plain_one() -> None:
-    """Where the CPU has AVX-512 the grid's pass runs 8 multipliers a vector: the same rows in the band
-    (the hull counts), the same everything else, as the plain twin; elsewhere the kernel says it has no
-    vector grid (and draws none by default)."""
+    """Where the CPU has AVX-512 the grid's pass runs 8 multipliers a vector, and the tied split a row's
+    levels a vector: the same rows in the band (the hull counts), the same everything else, as the plain
+    twins; elsewhere the kernel says it has no vector grid (and draws none by default)."""
     kernel = native.module()
     if 1 not in GRID_MODES:
         assert kernel.grid(1) == 0 and kernel.grid(-1) == 0
         return
-    for kind in ("memory", "uncorrelated", "weakly"):
+    for kind in ("memory", "uncorrelated", "weakly", "strongly", "subset-sum"):
         for share in (0.05, 0.5, 1.0):
             rows = _scaled(kind, 20_000, 7, share)
             with _grid(1):
@@ -257,6 +257,43 @@ def test_solve_arrays_with_the_band_answers_as_every_hull(kind, n) -> None:
     kernel = solve_kernel(inst, scale(inst), bounded_ties=False)
     assert found.status == "optimal" and found.bound == found.objective
     assert found.choice.tolist() == kernel.choice.tolist()
+
+
+@st.composite
+def _tied_rows(draw):
+    """Rows whose levels lie on lines of one slope (every level ties at it, as in Pisinger's correlated
+    classes), some rows off the line, masks, levels of no tokens, 1 to 7 levels, values past 2**31
+    (products past 64 bits at the split: such rows go the 128-bit way)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**31)))
+    n, k = draw(st.sampled_from([600, 1500])), draw(st.integers(1, 7))
+    slope, lift = draw(st.integers(1, 5)), draw(st.sampled_from([0, 0, 7, 100]))
+    tokens = rng.integers(0 if draw(st.booleans()) else 1, draw(st.sampled_from([50, 1000, 2**33])), size=(n, k))
+    values = tokens * slope + lift
+    off = rng.random((n, k)) < draw(st.sampled_from([0.0, 0.05, 0.3]))
+    values[off] = np.maximum(values[off] - rng.integers(1, 40, size=int(off.sum())), 1)
+    usable = (rng.random((n, k)) < draw(st.sampled_from([1.0, 0.8]))).astype(np.uint8)
+    light = int(np.where(usable == 1, tokens, 0).min(axis=1).sum())
+    heavy = int(np.where(usable == 1, tokens, 0).max(axis=1).sum())
+    capacity = min(light + int((heavy - light) * draw(st.floats(0.05, 0.95))), 2**39)
+    tokens, values = np.ascontiguousarray(tokens.astype(np.int64)), np.ascontiguousarray(values.astype(np.int64))
+    return tokens, values, usable, capacity
+
+
+@settings(max_examples=40, deadline=None)
+@given(_tied_rows())
+def test_the_tied_split_in_vectors_is_the_plain_one(rows) -> None:
+    """The tied split (mode 4) gives what every hull gives with each grid mode, and with AVX-512 exactly
+    what its plain twin gives (hull counts included)."""
+    full = _solve(*rows)
+    answers = []
+    for grid in GRID_MODES:
+        with _grid(grid):
+            answers.append(_solve(*rows, banded=4))
+        _same_answer(full, answers[-1], 1)
+    for other in answers[1:]:
+        assert other[0] == answers[0][0]
+        if other[0] is not None:  # (else the search gave up: nothing written)
+            assert other[1].tolist() == answers[0][1].tolist() and other[2].tolist() == answers[0][2].tolist()
 
 
 @pytest.mark.parametrize("seed", range(6))

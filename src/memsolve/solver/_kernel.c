@@ -1492,12 +1492,73 @@ TIED_ROW(tied_row128, i128)
    lightest best option goes to floor_opt, the heaviest to heavy (-1: the same option; among options
    of equal tokens the hull keeps the first). Returns 1 with the lightest options' tokens in *above, or
    0 where lambda is not the split's (the caller takes every hull). */
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+/* tied_row64 with the row's levels (at most 7) and delete (lane k) in the lanes of an AVX-512 register:
+   the same numbers, from reductions over the lanes in place of the branches (the lightest best option:
+   the least of tokens * 64 + option, which puts a usable level of nothing before delete as tied_row64
+   does; the heaviest: the most of tokens * 64 + 63 - option, the first of equals). */
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) static inline void
+tied_row_avx512(const Problem *P, Py_ssize_t i, __m512i vp, __m512i vq, i128 *best_out, i128 *second_out,
+                uint64_t *mask_out, int *light_out, int *heavy_out, int *options_out) {
+    Py_ssize_t k = P->k;
+    const __mmask8 lanes = (__mmask8)((1u << k) - 1);
+    __mmask8 ok = _mm_mask_cmpneq_epi8_mask(lanes, _mm_maskz_loadu_epi8(lanes, P->usable + i * k), _mm_setzero_si128());
+    __m512i w = _mm512_maskz_loadu_epi64(lanes, P->tokens + i * k), v = _mm512_maskz_loadu_epi64(lanes, P->values + i * k);
+    __m512i r = _mm512_sub_epi64(_mm512_mullo_epi64(vq, v), _mm512_mullo_epi64(vp, w));
+    __mmask8 valid = (__mmask8)(ok | (1u << k));  /* delete: 0 tokens, 0 value (lane k, zeroed) */
+    int64_t best = _mm512_mask_reduce_max_epi64(valid, r);
+    __mmask8 tied = _mm512_mask_cmpeq_epi64_mask(valid, r, _mm512_set1_epi64(best));
+    __mmask8 others = (__mmask8)(valid & ~tied);
+    int64_t second = __builtin_popcount(tied) >= 2 ? best : others ? _mm512_mask_reduce_max_epi64(others, r) : 0;
+    __m512i index = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), shifted = _mm512_slli_epi64(w, 6);
+    uint64_t light = _mm512_mask_reduce_min_epu64(tied, _mm512_or_si512(shifted, index));
+    uint64_t heavy = _mm512_mask_reduce_max_epu64(tied, _mm512_or_si512(shifted, _mm512_sub_epi64(_mm512_set1_epi64(63), index)));
+    *best_out = best;
+    *second_out = second;
+    *mask_out = tied;
+    *light_out = (int)(light & 63);
+    *heavy_out = 63 - (int)(heavy & 63);
+    *options_out = 1 + __builtin_popcount(ok);
+}
+
+/* tied_split's pass with tied_row_avx512 (k at most 7) */
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) static void
+tied_rows_avx512(const Problem *P, int bits, int *hull_len, int32_t *floor_opt, int8_t *heavy, i128 *row_best,
+                 uint64_t *tied, i128 *gap, unsigned char *has_alt, int64_t *light_w, int64_t *heavy_w) {
+    const __m512i vp = _mm512_set1_epi64(P->p), vq = _mm512_set1_epi64(P->q);
+    int every_row = bits <= 61 && !(P->width >> (62 - bits));
+    for (Py_ssize_t i = 0; i < P->n; i++) {
+        i128 best, second;
+        uint64_t mask;
+        int light, heaviest, options;
+        if (every_row || (bits <= 61 && narrow_row(P, i, bits)))
+            tied_row_avx512(P, i, vp, vq, &best, &second, &mask, &light, &heaviest, &options);
+        else tied_row128(P, i, &best, &second, &mask, &light, &heaviest, &options);
+        hull_len[i] = -1;
+        floor_opt[i] = light;
+        heavy[i] = (int8_t)(heaviest == light ? -1 : heaviest);
+        row_best[i] = best;
+        tied[i] = mask;
+        has_alt[i] = (unsigned char)(options > 1);
+        gap[i] = options > 1 ? best - second : 0;
+        *light_w += option_w(P, i, light);
+        *heavy_w += option_w(P, i, heaviest);
+    }
+}
+#endif
+
 static int tied_split(const Problem *P, int *hull_len, int32_t *floor_opt, int8_t *heavy, i128 *row_best,
                       uint64_t *tied, i128 *gap, unsigned char *has_alt, int64_t *above) {
     Py_ssize_t n = P->n;
     int64_t light_w = 0, heavy_w = 0;
     uint64_t pq = (uint64_t)P->p | (uint64_t)P->q;
     int bits = pq ? 64 - __builtin_clzll(pq) : 0;
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+    if (grid_on() == 1 && P->k <= 7) {
+        tied_rows_avx512(P, bits, hull_len, floor_opt, heavy, row_best, tied, gap, has_alt, &light_w, &heavy_w);
+        n = 0;  /* (every row done) */
+    }
+#endif
     for (Py_ssize_t i = 0; i < n; i++) {
         i128 best, second;
         uint64_t mask;
