@@ -856,7 +856,7 @@ static void rebuild_incumbent(int64_t *choice, const int32_t *floor_opt, Py_ssiz
 enum { W_HULL, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_SEARCHED,
        W_CAND, W_GREEDY, W_BAND, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
        W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_UTIL, W_REF, W_LOSS_ALLOC, W_ROW_BEST, W_TIED_MASK, W_KEEP_MASK,
-       W_LP_INC, W_LP_SUMS, W_LEAD_SUMS, W_SECOND, W_SAMPLE, W_ORDER, W_GRID_BEST, W_GRID_TIES,
+       W_LP_INC, W_LP_SUMS, W_LEAD_SUMS, W_SECOND, W_SAMPLE, W_ORDER, W_GRID_BEST, W_GRID_SECOND, W_GRID_TIES,
        W_CUT_LIGHT, W_CUT_VALUES, W_CUT_USABLE, W_CUT_HULL, W_CUT_HW, W_CUT_INC, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
@@ -1070,35 +1070,43 @@ static int band_mode(Py_ssize_t n) { return n >= DENSE_BAND_ROWS || (n >= GRID_R
 
 /* What the grid pass writes: each row's best option at multiplier j in byte j of best[i], bit j of
    ties[i] where another option ties it (every bit where the row's products may not fit 64 bits: such a
-   row is taken as in the band), the best options' tokens summed over the rows into tokens[j], and into
-   changes[j] the rows whose best differs between multipliers j and j + 1 (or ties at either). */
+   row is taken as in the band), in byte j of second[i] the best of the other options (0xFF: none; the
+   last of equals), the best options' tokens summed over the rows into tokens[j], and into changes[j] the
+   rows whose best differs between multipliers j and j + 1 (or ties at either). */
 typedef struct {
-    uint64_t *best;
+    uint64_t *best, *second;
     uint8_t *ties;
     int64_t tokens[GRID], changes[GRID];
 } GridPass;
 
-static void grid_row(const Problem *P, Py_ssize_t i, const Grid *g, uint64_t *best_out, uint8_t *ties_out,
-                     int64_t *tokens_out) {
+static void grid_row(const Problem *P, Py_ssize_t i, const Grid *g, uint64_t *best_out, uint64_t *second_out,
+                     uint8_t *ties_out, int64_t *tokens_out) {
     Py_ssize_t k = P->k;
     const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
     const uint8_t *ok = P->usable + i * k;
-    uint64_t best_of = 0;
+    uint64_t best_of = 0, second_of = 0;
     uint8_t ties = 0;
     for (int j = 0; j < GRID; j++) {
         const uint64_t p = (uint64_t)g->at[j].dv, q = (uint64_t)g->at[j].ds;
-        int64_t best = 0, bw = 0;
-        int pick = (int)k;
+        int64_t best = 0, bw = 0, next = INT64_MIN;
+        int pick = (int)k, after = 0xFF;
         for (Py_ssize_t o = 0; o < k; o++) {
             if (!ok[o]) continue;
             int64_t r = (int64_t)(q * (uint64_t)tv[o] - p * (uint64_t)tw[o]);
-            if (r > best) { best = r; pick = (int)o; bw = tw[o]; ties &= (uint8_t)~(1u << j); }
-            else if (r == best) ties |= (uint8_t)(1u << j);
+            if (r > best) {
+                next = best; after = pick;
+                best = r; pick = (int)o; bw = tw[o]; ties &= (uint8_t)~(1u << j);
+            } else {
+                if (r == best) ties |= (uint8_t)(1u << j);
+                if (r >= next) { next = r; after = (int)o; }
+            }
         }
         best_of |= (uint64_t)pick << (8 * j);
+        second_of |= (uint64_t)after << (8 * j);
         tokens_out[j] = bw;
     }
     *best_out = best_of;
+    *second_out = second_of;
     *ties_out = ties;
 }
 
@@ -1109,7 +1117,7 @@ static void grid_pass_plain(const Problem *P, const Grid *g, GridPass *out) {
         int64_t tokens[GRID];
         uint8_t ties;
         if (!narrow_row(P, i, g->bits)) { out->best[i] = 0; out->ties[i] = 0xFF; continue; }
-        grid_row(P, i, g, &out->best[i], &ties, tokens);
+        grid_row(P, i, g, &out->best[i], &out->second[i], &ties, tokens);
         out->ties[i] = ties;
         for (int j = 0; j < GRID; j++) out->tokens[j] += tokens[j];
         for (int j = 0; j + 1 < GRID; j++)
@@ -1136,14 +1144,18 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) static void grid_p
         const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
         const uint8_t *ok = P->usable + i * k;
         __m512i best = _mm512_setzero_si512(), pick = none, bw = _mm512_setzero_si512();
+        __m512i next = _mm512_set1_epi64(INT64_MIN), after = _mm512_set1_epi64(0xFF);
         __mmask8 ties = 0;
         for (Py_ssize_t o = 0; o < k; o++) {
             if (!ok[o]) continue;
-            __m512i w = _mm512_set1_epi64(tw[o]), v = _mm512_set1_epi64(tv[o]);
+            __m512i w = _mm512_set1_epi64(tw[o]), v = _mm512_set1_epi64(tv[o]), level = _mm512_set1_epi64(o);
             __m512i r = _mm512_sub_epi64(_mm512_mullo_epi64(vq, v), _mm512_mullo_epi64(vp, w));
             __mmask8 gt = _mm512_cmpgt_epi64_mask(r, best), eq = _mm512_cmpeq_epi64_mask(r, best);
+            __mmask8 ge = (__mmask8)(_mm512_cmpge_epi64_mask(r, next) & ~gt);
+            next = _mm512_mask_mov_epi64(_mm512_mask_mov_epi64(next, ge, r), gt, best);
+            after = _mm512_mask_mov_epi64(_mm512_mask_mov_epi64(after, ge, level), gt, pick);
             best = _mm512_mask_mov_epi64(best, gt, r);
-            pick = _mm512_mask_mov_epi64(pick, gt, _mm512_set1_epi64(o));
+            pick = _mm512_mask_mov_epi64(pick, gt, level);
             bw = _mm512_mask_mov_epi64(bw, gt, w);
             ties = (__mmask8)((ties & ~gt) | eq);
         }
@@ -1151,6 +1163,7 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) static void grid_p
         __mmask8 moved = _mm512_cmpneq_epi64_mask(pick, _mm512_alignr_epi64(pick, pick, 1));
         changes = _mm512_mask_add_epi64(changes, (__mmask8)((moved | ties | (ties >> 1)) & 0x7F), changes, one);
         _mm512_mask_cvtepi64_storeu_epi8(&out->best[i], 0xFF, pick);
+        _mm512_mask_cvtepi64_storeu_epi8(&out->second[i], 0xFF, after);
         out->ties[i] = ties;
     }
     _mm512_storeu_si512(out->tokens, sum);
@@ -1376,8 +1389,9 @@ static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t 
     int a = 0, b = GRID - 1;
     if (grid.bits >= 0) {
         pass.best = scratch(W_GRID_BEST, (size_t)n, sizeof(uint64_t));
+        pass.second = scratch(W_GRID_SECOND, (size_t)n, sizeof(uint64_t));
         pass.ties = scratch(W_GRID_TIES, (size_t)n, 1);
-        if (!pass.best || !pass.ties) return -1;
+        if (!pass.best || !pass.second || !pass.ties) return -1;
         grid_pass(P, &grid, &pass);
         /* the first multiplier whose best options' tokens pass the capacity: the split is between it and
            the one above (the lightest best options at that one fit, the heaviest at this one do not) */
@@ -1397,9 +1411,11 @@ static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t 
         int best, second;
         int outside;
         if (grid.bits >= 0) {
-            uint64_t picks = pass.best[i];
+            uint64_t picks = pass.best[i], after = pass.second[i];
             best = (int)(picks >> (8 * a) & 0xFF);
-            second = -2;  /* (not known: at_lambda in the floor pass) */
+            /* the option second at both ends is second at lambda (see outside_band); else at_lambda asks */
+            int top_second = (int)(after >> (8 * a) & 0xFF);
+            second = top_second != (int)(after >> (8 * b) & 0xFF) ? -2 : top_second == 0xFF ? -1 : top_second;
             outside = !(pass.ties[i] & ((1u << a) | (1u << b))) && best == (int)(picks >> (8 * b) & 0xFF);
         } else outside = outside_band(P, i, top, bottom, bits, &best, &second);
         if (outside) {
