@@ -274,18 +274,23 @@ static void select_smallest(Candidate *a, size_t len, size_t m) {
     }
 }
 
-/* Drops candidates whose gap exceeds `limit` (they can no longer change), then sorts the next
-   chunk of the rest, smallest gaps first; returns the end of the sorted prefix. */
-static size_t extend_sorted(Candidate *cand, size_t sorted, size_t *n_cand, const i128 *gap, i128 limit) {
-    size_t end = sorted;
-    for (size_t c = sorted; c < *n_cand; c++)
-        if (gap[cand[c].row] <= limit) cand[end++] = cand[c];
-    *n_cand = end;
+/* Sorts the next chunk of cand[sorted..end), smallest gaps first; returns the end of the sorted prefix. */
+static size_t sort_chunk(Candidate *cand, size_t sorted, size_t end) {
     size_t remaining = end - sorted, chunk = sorted < 64 ? 64 : sorted;
     if (remaining > chunk) select_smallest(cand + sorted, remaining, chunk);
     else chunk = remaining;
     qsort(cand + sorted, chunk, sizeof(Candidate), compare_candidates);
     return sorted + chunk;
+}
+
+/* Drops candidates whose gap exceeds `limit` (they can no longer change), then sorts the next
+   chunk of the rest (sort_chunk). */
+static size_t extend_sorted(Candidate *cand, size_t sorted, size_t *n_cand, const i128 *gap, i128 limit) {
+    size_t end = sorted;
+    for (size_t c = sorted; c < *n_cand; c++)
+        if (gap[cand[c].row] <= limit) cand[end++] = cand[c];
+    *n_cand = end;
+    return sort_chunk(cand, sorted, end);
 }
 
 
@@ -2225,7 +2230,7 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
         }
     /* rows are taken in order of their gap; sorting all of them would cost more than the whole
        search, so the order is built a chunk at a time as the search reaches it */
-    size_t sorted = extend_sorted(cand, 0, &n_cand, gap, upper - (i128)P->q * inc_v);
+    size_t sorted = sort_chunk(cand, 0, n_cand);  /* (every candidate passes the filter now) */
     memcpy(greedy_opt, floor_opt, sizeof(int32_t) * (size_t)n);
     inc_v = floor_v; inc_w = floor_w;
     for (size_t c = 0; c < n_cand && inc_w < P->capacity; c++) {  /* the sorted chunk first */
