@@ -2143,9 +2143,15 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
                 uint64_t mask;
                 if (s == -2) mask = at_lambda(P, i, f, fw, fv, narrow, &best, &second, &any);
                 else {
-                    best = reduced(P, fw, fv);
                     any = s >= 0;
-                    second = any ? reduced(P, option_w(P, i, s), option_v(P, i, s)) : 0;
+                    int64_t sw = any ? option_w(P, i, s) : 0, sv = any ? option_v(P, i, s) : 0;
+                    if (narrow) {  /* (the products fit 64 bits) */
+                        best = q * fv - p * fw;
+                        second = q * sv - p * sw;
+                    } else {
+                        best = reduced(P, fw, fv);
+                        second = reduced(P, sw, sv);
+                    }
                     mask = (uint64_t)1 << f;
                 }
                 upper += best;
