@@ -1042,7 +1042,8 @@ static inline int band_bits(const Increment *top, const Increment *bottom) {
 /* The band's grid: GRID multipliers from top (grid[0]) down to bottom (grid[GRID - 1]), sample
    increments at even shares of the sample's tokens in the band. One pass over the rows finds each row's
    best option at every one of them (the first of the most valuable reduced values, delete first, and
-   whether another ties it) and, summed over the rows, the tokens of those options: that brackets the
+   whether another ties it), the best of its other options, and, summed over the rows, the tokens of
+   the best options: that brackets the
    split between two adjacent multipliers exactly (where the sum at one passes the capacity and at the
    one above it does not), and the band is narrowed to that bracket, widened until enough rows are in it
    (the rankings around the floor fill from them). A row whose best option is the same and unique at
@@ -1057,7 +1058,9 @@ typedef struct {
     int bits;  /* of the widest numerator or denominator */
 } Grid;
 
-static int grid_vectors = -1;  /* -1: not yet asked (AVX-512 F and DQ); 0: no grid; 1: AVX-512; 2: the C twin (tests) */
+/* -1: not yet asked (AVX-512 F, DQ, VL, BW); 0: no grid; 1: AVX-512 (the tied split's rows too); 2: the C twins
+   (tests: kernel.grid) */
+static int grid_vectors = -1;
 
 static int grid_on(void) {
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
@@ -1071,7 +1074,9 @@ static int grid_on(void) {
 }
 
 /* The band the kernel takes for n rows by default (the hull counts are then not taken: -1) */
-static int band_mode(Py_ssize_t n) { return n >= DENSE_BAND_ROWS || (n >= GRID_ROWS && grid_on()) ? 1 : n >= TIED_ROWS ? 4 : 0; }
+static int band_mode(Py_ssize_t n) {
+    return n >= DENSE_BAND_ROWS || (n >= GRID_ROWS && grid_on()) ? 1 : n >= TIED_ROWS ? 4 : 0;
+}
 
 /* What the grid pass writes: each row's best option at multiplier j in byte j of best[i], bit j of
    ties[i] where another option ties it (every bit where the row's products may not fit 64 bits: such a
@@ -1347,7 +1352,8 @@ static int sample_band(const Problem *P, size_t rows, int tied_only, Increment *
    would spare little (the caller takes every hull), -1 no memory. Where a pilot finds a block of ties,
    a small sample looks for one efficiency around the capacity first (the band's sample of up to 16,384
    rows would find the same). Below BAND_ROWS rows the band is drawn only where the pilot's hulls are
-   dense, from a sample of at least 512 rows. */
+   dense, from a sample of at least 512 rows; with the grid (into *grid: bits -1 where none is drawn)
+   always, from a sample of n/32 rows (256 to SAMPLE_MAX). */
 static int choose_band(const Problem *P, Increment *top, Increment *bottom, Grid *grid) {
     Py_ssize_t n = P->n;
     grid->bits = -1;
@@ -1372,10 +1378,12 @@ static int choose_band(const Problem *P, Increment *top, Increment *bottom, Grid
     return sample_band(P, rows < 1024 ? 1024 : rows > 16384 ? 16384 : rows, 0, top, bottom, grid);
 }
 
-/* Phase 1's hulls and split with the band: 1 with the split in *split and the tokens of the increments
-   more efficient than it in *above (rows left without a hull: hull_len -1, their floor option in
-   floor_opt and the option second to it at both ends of the band in second_opt, -2 where that differs);
-   0 where the split is outside the band (nothing is kept: the caller takes every hull); -1 no memory. */
+/* Phase 1's hulls and split with the band (narrowed by the grid where one is drawn): 1 with the split in
+   *split and the tokens of the increments more efficient than it in *above (rows left without a hull:
+   hull_len -1, their floor option in floor_opt and the option second to it at both ends of the band in
+   second_opt, -2 where that differs; in order, the rows in the band, *rows_in_band of them, then the
+   others from the back, each in input order); 0 where the split is outside the band (nothing is kept:
+   the caller takes every hull); -1 no memory. */
 static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t *floor_opt, int8_t *second_opt,
                         Increment *inc, Increment *top, Increment *bottom, Increment *split, int64_t *above,
                         int32_t *order, Py_ssize_t *rows_in_band) {
