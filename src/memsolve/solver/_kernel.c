@@ -318,8 +318,6 @@ static void swap_ranked(Ranking *rk, size_t a, size_t b) {
     Increment x = rk->inc[a]; rk->inc[a] = rk->inc[b]; rk->inc[b] = x;
 }
 
-/* Offers a row to the ranking, which keeps the RANKED smallest keys (a max-heap while filling:
-   most rows are turned away by one comparison). */
 /* An increment leaves (or never enters) the ranking: the most extreme of those is kept exactly,
    so the bound over rows outside the ranking needs no multiplier (see extreme). */
 static inline void rank_outside(Ranking *rk, const Increment *x) {
@@ -330,6 +328,15 @@ static inline void rank_outside(Ranking *rk, const Increment *x) {
     }
 }
 
+/* The ranking's order: smaller keys first, then earlier rows (a total order: which rows are ranked does
+   not depend on the order they are offered in, so the band, which offers its rows first, ranks the rows
+   every hull ranks). Whether (key, row) comes after c. */
+static inline int rank_after(double key, Py_ssize_t row, const Candidate *c) {
+    return key > c->gap || (key == c->gap && row > c->row);
+}
+
+/* Offers a row to the ranking, which keeps the RANKED first in that order (a max-heap while filling:
+   most rows are turned away by one comparison). */
 static void rank_offer(Ranking *rk, double key, Py_ssize_t row, Increment inc) {
     rk->offered++;
     size_t at;
@@ -337,13 +344,13 @@ static void rank_offer(Ranking *rk, double key, Py_ssize_t row, Increment inc) {
         at = rk->len++;
         rk->rank[at] = (Candidate){key, row};
         rk->inc[at] = inc;
-        while (at > 0 && rk->rank[(at - 1) / 2].gap < rk->rank[at].gap) {
+        while (at > 0 && rank_after(rk->rank[at].gap, rk->rank[at].row, &rk->rank[(at - 1) / 2])) {
             swap_ranked(rk, at, (at - 1) / 2);
             at = (at - 1) / 2;
         }
         return;
     }
-    if (key >= rk->rank[0].gap) {
+    if (rank_after(key, row, &rk->rank[0])) {
         /* usually far from the outside extreme in floating point: no exact comparison */
         if (!rk->has_outside || key <= (rk->largest ? -rk->outside.eff : rk->outside.eff)) rank_outside(rk, &inc);
         return;
@@ -354,8 +361,8 @@ static void rank_offer(Ranking *rk, double key, Py_ssize_t row, Increment inc) {
     at = 0;
     for (;;) {
         size_t l = 2 * at + 1, r = l + 1, top = at;
-        if (l < rk->len && rk->rank[l].gap > rk->rank[top].gap) top = l;
-        if (r < rk->len && rk->rank[r].gap > rk->rank[top].gap) top = r;
+        if (l < rk->len && rank_after(rk->rank[l].gap, rk->rank[l].row, &rk->rank[top])) top = l;
+        if (r < rk->len && rank_after(rk->rank[r].gap, rk->rank[r].row, &rk->rank[top])) top = r;
         if (top == at) break;
         swap_ranked(rk, at, top);
         at = top;
@@ -365,7 +372,7 @@ static void rank_offer(Ranking *rk, double key, Py_ssize_t row, Increment inc) {
 /* rank_offer, with its usual outcome (turned away, and not past the outside extreme in floating
    point) decided here without a call */
 static inline void rank_offer_row(Ranking *rk, double key, Py_ssize_t row, const Increment *inc) {
-    if (rk->len == RANKED && key >= rk->rank[0].gap && rk->has_outside
+    if (rk->len == RANKED && rank_after(key, row, &rk->rank[0]) && rk->has_outside
         && key > (rk->largest ? -rk->outside.eff : rk->outside.eff)) {
         rk->offered++;
         return;
@@ -1512,15 +1519,31 @@ TIED_ROW(tied_row64, int64_t)
 TIED_ROW(tied_row128, i128)
 #undef TIED_ROW
 
-/* The tied split, where the sample found one efficiency lambda = p / q on both sides of the capacity:
-   lambda is the split's if the rows' lightest options best at lambda fit the capacity and their
-   heaviest do not (the increments more efficient than lambda lead to the lightest, those exactly as
-   efficient to the heaviest). One pass without hulls: each row's best reduced value, the options as
-   good (bit o), the best of the others (itself where two tie) and whether the row has another option
-   (delete included): what the floor pass writes, whichever of the tied options the floor takes. The
-   lightest best option goes to floor_opt, the heaviest to heavy (-1: the same option; among options
-   of equal tokens the hull keeps the first). Returns 1 with the lightest options' tokens in *above, or
-   0 where lambda is not the split's (the caller takes every hull). */
+/* What tied_split writes for each row, and the tokens of the rows' lightest and heaviest best options. */
+typedef struct {
+    int *hull_len;
+    int32_t *floor_opt;
+    int8_t *heavy;
+    i128 *row_best;
+    uint64_t *tied;
+    i128 *gap;
+    unsigned char *has_alt;
+    int64_t light_w, heavy_w;
+} TiedRows;
+
+static inline void tied_write(const Problem *P, Py_ssize_t i, TiedRows *out, i128 best, i128 second, uint64_t mask,
+                              int light, int heaviest, int options) {
+    out->hull_len[i] = -1;
+    out->floor_opt[i] = light;
+    out->heavy[i] = (int8_t)(heaviest == light ? -1 : heaviest);
+    out->row_best[i] = best;
+    out->tied[i] = mask;
+    out->has_alt[i] = (unsigned char)(options > 1);
+    out->gap[i] = options > 1 ? best - second : 0;
+    out->light_w += option_w(P, i, light);
+    out->heavy_w += option_w(P, i, heaviest);
+}
+
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
 /* tied_row64 with the row's levels (at most 7) and delete (lane k) in the lanes of an AVX-512 register:
    the same numbers, from reductions over the lanes in place of the branches (the lightest best option:
@@ -1551,9 +1574,8 @@ tied_row_avx512(const Problem *P, Py_ssize_t i, __m512i vp, __m512i vq, i128 *be
 }
 
 /* tied_split's pass with tied_row_avx512 (k at most 7) */
-__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) static void
-tied_rows_avx512(const Problem *P, int bits, int *hull_len, int32_t *floor_opt, int8_t *heavy, i128 *row_best,
-                 uint64_t *tied, i128 *gap, unsigned char *has_alt, int64_t *light_w, int64_t *heavy_w) {
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) static void tied_rows_avx512(const Problem *P, int bits,
+                                                                                           TiedRows *out) {
     const __m512i vp = _mm512_set1_epi64(P->p), vq = _mm512_set1_epi64(P->q);
     int every_row = bits <= 61 && !(P->width >> (62 - bits));
     for (Py_ssize_t i = 0; i < P->n; i++) {
@@ -1563,28 +1585,29 @@ tied_rows_avx512(const Problem *P, int bits, int *hull_len, int32_t *floor_opt, 
         if (every_row || (bits <= 61 && narrow_row(P, i, bits)))
             tied_row_avx512(P, i, vp, vq, &best, &second, &mask, &light, &heaviest, &options);
         else tied_row128(P, i, &best, &second, &mask, &light, &heaviest, &options);
-        hull_len[i] = -1;
-        floor_opt[i] = light;
-        heavy[i] = (int8_t)(heaviest == light ? -1 : heaviest);
-        row_best[i] = best;
-        tied[i] = mask;
-        has_alt[i] = (unsigned char)(options > 1);
-        gap[i] = options > 1 ? best - second : 0;
-        *light_w += option_w(P, i, light);
-        *heavy_w += option_w(P, i, heaviest);
+        tied_write(P, i, out, best, second, mask, light, heaviest, options);
     }
 }
 #endif
 
+/* The tied split, where the sample found one efficiency lambda = p / q on both sides of the capacity:
+   lambda is the split's if the rows' lightest options best at lambda fit the capacity and their
+   heaviest do not (the increments more efficient than lambda lead to the lightest, those exactly as
+   efficient to the heaviest). One pass without hulls: each row's best reduced value, the options as
+   good (bit o), the best of the others (itself where two tie) and whether the row has another option
+   (delete included): what the floor pass writes, whichever of the tied options the floor takes. The
+   lightest best option goes to floor_opt, the heaviest to heavy (-1: the same option; among options
+   of equal tokens the hull keeps the first). Returns 1 with the lightest options' tokens in *above, or
+   0 where lambda is not the split's (the caller takes every hull). */
 static int tied_split(const Problem *P, int *hull_len, int32_t *floor_opt, int8_t *heavy, i128 *row_best,
                       uint64_t *tied, i128 *gap, unsigned char *has_alt, int64_t *above) {
     Py_ssize_t n = P->n;
-    int64_t light_w = 0, heavy_w = 0;
+    TiedRows out = {hull_len, floor_opt, heavy, row_best, tied, gap, has_alt, 0, 0};
     uint64_t pq = (uint64_t)P->p | (uint64_t)P->q;
     int bits = pq ? 64 - __builtin_clzll(pq) : 0;
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
     if (grid_on() == 1 && P->k <= 7) {
-        tied_rows_avx512(P, bits, hull_len, floor_opt, heavy, row_best, tied, gap, has_alt, &light_w, &heavy_w);
+        tied_rows_avx512(P, bits, &out);
         n = 0;  /* (every row done) */
     }
 #endif
@@ -1595,18 +1618,10 @@ static int tied_split(const Problem *P, int *hull_len, int32_t *floor_opt, int8_
         if (bits <= 61 && narrow_row(P, i, bits))
             tied_row64(P, i, &best, &second, &mask, &light, &heaviest, &options);
         else tied_row128(P, i, &best, &second, &mask, &light, &heaviest, &options);
-        hull_len[i] = -1;
-        floor_opt[i] = light;
-        heavy[i] = (int8_t)(heaviest == light ? -1 : heaviest);
-        row_best[i] = best;
-        tied[i] = mask;
-        has_alt[i] = (unsigned char)(options > 1);
-        gap[i] = options > 1 ? best - second : 0;
-        light_w += option_w(P, i, light);
-        heavy_w += option_w(P, i, heaviest);
+        tied_write(P, i, &out, best, second, mask, light, heaviest, options);
     }
-    if (light_w > P->capacity || heavy_w <= P->capacity) return 0;
-    *above = light_w;
+    if (out.light_w > P->capacity || out.heavy_w <= P->capacity) return 0;
+    *above = out.light_w;
     return 1;
 }
 
