@@ -971,7 +971,7 @@ static size_t shift_reach(const uint64_t *before, uint64_t *now, int64_t words, 
 #define DENSE_BAND_ROWS 12288
 #define DENSE_BAND 0.6
 #define TIED_ROWS 512      /* ... and the tied split alone from this many, */
-#define TIED_SAMPLE 256     /* with this many rows sampled (a block of ties holds the split even so) */
+#define TIED_SAMPLE 128     /* with this many rows sampled (a block of ties holds the split even so) */
 #define BAND_Z 4.0          /* the band's half-width, in standard errors of the sample's estimate */
 
 
