@@ -54,6 +54,15 @@ def _grid(mode: int):
         kernel.grid(-1)
 
 
+def _identical(one, other) -> None:
+    """Two solves' info, and where the search did not give up, their allocation, kept levels and core."""
+    assert one[0] == other[0]
+    if one[0] is not None:  # (else nothing was written)
+        assert one[1].tolist() == other[1].tolist() and one[2].tolist() == other[2].tolist()
+        free = int(one[0][8])  # (core's first entries: the free rows)
+        assert one[3][:free].tolist() == other[3][:free].tolist()
+
+
 def _solve(tokens, values, usable, capacity, mode=1, at_once=False, banded=0):
     n, k = tokens.shape
     choice, keep, core = np.empty(n, np.int64), np.empty((n, k + 1), np.uint8), np.empty(n, np.int64)
@@ -119,6 +128,9 @@ def test_the_band_gives_what_every_hull_gives(rows, mode, banded, at_once, grid)
     with _grid(grid):
         band = _solve(tokens, values, usable, capacity, mode, at_once, banded)
     _same_answer(full, band, mode)
+    if grid == 1:  # the vector passes: exactly what their plain twins give, hull counts included
+        with _grid(2):
+            _identical(band, _solve(tokens, values, usable, capacity, mode, at_once, banded))
 
 
 @settings(max_examples=300, deadline=None)
@@ -128,7 +140,11 @@ def test_the_band_on_small_rows_is_the_exhaustive_tie_rule(rows, banded, grid) -
     masks: the band forced, against the tie rule by exhaustive search."""
     tokens, values, usable, capacity = rows
     with _grid(grid):
-        info, choice, _, _ = _solve(tokens, values, usable, capacity, banded=banded)
+        answer = _solve(tokens, values, usable, capacity, banded=banded)
+    if grid == 1:
+        with _grid(2):
+            _identical(answer, _solve(tokens, values, usable, capacity, banded=banded))
+    info, choice, _, _ = answer
     expected, value, used = _raw_optimum(tokens, values, usable, capacity)
     assert info is not None
     assert (int(info[3]), int(info[4])) == (value, used)
@@ -236,8 +252,89 @@ def test_the_vector_grid_is_the_plain_one() -> None:
                 vector = _solve(*rows, banded=1)
             with _grid(2):
                 plain = _solve(*rows, banded=1)
-            assert vector[0] == plain[0]
-            assert vector[1].tolist() == plain[1].tolist() and vector[2].tolist() == plain[2].tolist()
+            _identical(vector, plain)
+
+
+def _tied_reference(tokens, values, usable, p, q):
+    """Each row's tied-split numbers as tied_row64 defines them, in Python integers: the best reduced
+    value (delete: 0 tokens, 0 value, option k), the best of the other options (the best itself where two
+    tie), the options as good (bit o), the lightest of them and the heaviest (the first option of equal
+    tokens; a usable level of no tokens comes before delete), and how many options the row has."""
+    rows = []
+    for tw, tv, ok in zip(tokens.tolist(), values.tolist(), usable.tolist(), strict=True):
+        k = len(tw)
+        options = [(o, tw[o], q * tv[o] - p * tw[o]) for o in range(k) if ok[o]] + [(k, 0, 0)]
+        best = max(r for _, _, r in options)
+        tied = [(o, w) for o, w, r in options if r == best]
+        others = [r for _, _, r in options if r != best]
+        second = best if len(tied) >= 2 else max(others) if others else 0
+        light = min(tied, key=lambda ow: (ow[1], ow[0]))[0]
+        heavy = max(tied, key=lambda ow: (ow[1], -ow[0]))[0]
+        rows.append([best, second, sum(1 << o for o, _ in tied), light, heavy, len(options)])
+    return rows
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 2**31), st.integers(1, 7), st.sampled_from([40, 3000, 2**40, 2**57]), st.booleans())
+def test_the_tied_rows_in_vectors_are_the_plain_ones(seed, k, top, on_a_line) -> None:
+    """The tied split's numbers a row, from registers (where the CPU has AVX-512) and from tied_row64,
+    against a plain Python statement of them: rows on a line (every level tied) and off it, masks, levels
+    of no tokens, tokens up to 2**57 (the vector keys' limit is 2**58)."""
+    rng = np.random.default_rng(seed)
+    n = 300
+    tokens = rng.integers(0, top, size=(n, k)).astype(np.int64)
+    small = top <= 3000  # (lambda's numbers as wide as the row's products allow)
+    p, q = (int(rng.integers(1, 2**20)), int(rng.integers(1, 2**20))) if small else (int(rng.integers(1, 4)), 1)
+    if top == 2**57:
+        p = 1  # (values below 2**58 too: the row's numbers must fit the keys)
+    values = tokens * p // q if on_a_line else rng.integers(0, max(top * p // q, 2), size=(n, k))
+    near = rng.random((n, k)) < 0.2  # a few levels just off the line
+    values = np.ascontiguousarray(np.maximum(np.where(near, values + rng.integers(-3, 4, size=(n, k)), values), 0))
+    usable = (rng.random((n, k)) < 0.8).astype(np.uint8)
+    expected = _tied_reference(tokens, values, usable, p, q)
+    kernel = native.module()
+    for vector in [False] + ([True] if 1 in GRID_MODES else []):
+        out = np.empty((n, 6), np.int64)
+        kernel.tied_rows(n, k, tokens, values.astype(np.int64), usable, p, q, vector, out)
+        assert out.tolist() == expected
+
+
+def _cpu_has_avx512() -> bool | None:
+    """Whether the operating system lists the CPU flags the vector passes need (None where it lists none)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    flags = [set(line.split()) for line in text.splitlines() if line.startswith("flags")]
+    return all({"avx512f", "avx512dq", "avx512vl", "avx512bw"} <= f for f in flags) if flags else None
+
+
+def test_the_vector_passes_run_where_the_cpu_has_avx512() -> None:
+    """The kernel draws the grid (and takes the tied split's rows in registers) exactly where the CPU has
+    AVX-512 F, DQ, VL and BW: on such a machine every test above also compares the vector passes with
+    their plain twins; on another, the twins alone run, and this says why."""
+    said = _cpu_has_avx512()
+    if said is None:
+        pytest.skip("the operating system does not list the CPU's flags")
+    assert (1 in GRID_MODES) is said
+    assert native.module().grid(-1) == (1 if said else 0)
+
+
+def test_the_tied_split_with_tokens_past_2_to_the_58() -> None:
+    """The vector tied split orders a row's options by tokens * 64 + option: tokens of 2**58 and more would
+    wrap, so such rows go the plain way (review of session 13: the keys wrapped, the lightest and heaviest
+    best options came out swapped and the tie rule lost the optimum)."""
+    tokens = np.array([[2**58, 2**58 + 2**57, 5]] + [[3, 2, 1]] * 7, dtype=np.int64)
+    values = tokens.copy()
+    usable = np.ones(tokens.shape, np.uint8)
+    for extra in (0, 7, 18):
+        capacity = 2**58 + 2**57 + extra
+        full = _solve(tokens, values, usable, capacity)
+        assert full[0] is not None
+        for grid in GRID_MODES:
+            with _grid(grid):
+                tied = _solve(tokens, values, usable, capacity, banded=4)
+            assert _same_answer(full, tied, 1)  # taken: every level lies on the line of slope 1
 
 
 def test_the_band_is_declined_where_every_level_fits() -> None:
@@ -291,9 +388,7 @@ def test_the_tied_split_in_vectors_is_the_plain_one(rows) -> None:
             answers.append(_solve(*rows, banded=4))
         _same_answer(full, answers[-1], 1)
     for other in answers[1:]:
-        assert other[0] == answers[0][0]
-        if other[0] is not None:  # (else the search gave up: nothing written)
-            assert other[1].tolist() == answers[0][1].tolist() and other[2].tolist() == answers[0][2].tolist()
+        _identical(other, answers[0])
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -1133,10 +1133,16 @@ static void grid_pass_plain(const Problem *P, const Grid *g, GridPass *out) {
     for (Py_ssize_t i = 0; i < P->n; i++) {
         int64_t tokens[GRID];
         uint8_t ties;
-        if (!narrow_row(P, i, g->bits)) { out->best[i] = 0; out->ties[i] = 0xFF; continue; }
+        if (!narrow_row(P, i, g->bits)) {
+            out->best[i] = 0;
+            out->second[i] = ~(uint64_t)0;
+            out->ties[i] = 0xFF;
+            continue;
+        }
         grid_row(P, i, g, &out->best[i], &out->second[i], &ties, tokens);
         out->ties[i] = ties;
-        for (int j = 0; j < GRID; j++) out->tokens[j] += tokens[j];
+        for (int j = 0; j < GRID; j++)  /* (wrapping as the lanes do) */
+            out->tokens[j] = (int64_t)((uint64_t)out->tokens[j] + (uint64_t)tokens[j]);
         for (int j = 0; j + 1 < GRID; j++)
             out->changes[j] += ((out->best[i] >> (8 * j) & 0xFF) != (out->best[i] >> (8 * j + 8) & 0xFF))
                                | ((ties >> j) & 1) | ((ties >> (j + 1)) & 1);
@@ -1157,7 +1163,12 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) static void grid_p
     __m512i sum = _mm512_setzero_si512(), changes = _mm512_setzero_si512();
     int every_row = !(P->width >> (62 - g->bits));  /* every row's products fit (else asked row by row) */
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (!every_row && !narrow_row(P, i, g->bits)) { out->best[i] = 0; out->ties[i] = 0xFF; continue; }
+        if (!every_row && !narrow_row(P, i, g->bits)) {
+            out->best[i] = 0;
+            out->second[i] = ~(uint64_t)0;
+            out->ties[i] = 0xFF;
+            continue;
+        }
         const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
         const uint8_t *ok = P->usable + i * k;
         __m512i best = _mm512_setzero_si512(), pick = none, bw = _mm512_setzero_si512();
@@ -1555,7 +1566,8 @@ tied_row_avx512(const Problem *P, Py_ssize_t i, __m512i vp, __m512i vq, i128 *be
     Py_ssize_t k = P->k;
     const __mmask8 lanes = (__mmask8)((1u << k) - 1);
     __mmask8 ok = _mm_mask_cmpneq_epi8_mask(lanes, _mm_maskz_loadu_epi8(lanes, P->usable + i * k), _mm_setzero_si128());
-    __m512i w = _mm512_maskz_loadu_epi64(lanes, P->tokens + i * k), v = _mm512_maskz_loadu_epi64(lanes, P->values + i * k);
+    __m512i w = _mm512_maskz_loadu_epi64(lanes, P->tokens + i * k);
+    __m512i v = _mm512_maskz_loadu_epi64(lanes, P->values + i * k);
     __m512i r = _mm512_sub_epi64(_mm512_mullo_epi64(vq, v), _mm512_mullo_epi64(vp, w));
     __mmask8 valid = (__mmask8)(ok | (1u << k));  /* delete: 0 tokens, 0 value (lane k, zeroed) */
     int64_t best = _mm512_mask_reduce_max_epi64(valid, r);
@@ -1564,7 +1576,8 @@ tied_row_avx512(const Problem *P, Py_ssize_t i, __m512i vp, __m512i vq, i128 *be
     int64_t second = __builtin_popcount(tied) >= 2 ? best : others ? _mm512_mask_reduce_max_epi64(others, r) : 0;
     __m512i index = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0), shifted = _mm512_slli_epi64(w, 6);
     uint64_t light = _mm512_mask_reduce_min_epu64(tied, _mm512_or_si512(shifted, index));
-    uint64_t heavy = _mm512_mask_reduce_max_epu64(tied, _mm512_or_si512(shifted, _mm512_sub_epi64(_mm512_set1_epi64(63), index)));
+    __m512i back = _mm512_sub_epi64(_mm512_set1_epi64(63), index);
+    uint64_t heavy = _mm512_mask_reduce_max_epu64(tied, _mm512_or_si512(shifted, back));
     *best_out = best;
     *second_out = second;
     *mask_out = tied;
@@ -1573,17 +1586,28 @@ tied_row_avx512(const Problem *P, Py_ssize_t i, __m512i vp, __m512i vq, i128 *be
     *options_out = 1 + __builtin_popcount(ok);
 }
 
+/* tied_row_avx512 for one row at P's lambda (tests: kernel.tied_rows) */
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) static void
+tied_row_vector(const Problem *P, Py_ssize_t i, i128 *best, i128 *second, uint64_t *mask, int *light, int *heavy,
+                int *options) {
+    tied_row_avx512(P, i, _mm512_set1_epi64(P->p), _mm512_set1_epi64(P->q), best, second, mask, light, heavy, options);
+}
+
 /* tied_split's pass with tied_row_avx512 (k at most 7) */
 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) static void tied_rows_avx512(const Problem *P, int bits,
                                                                                            TiedRows *out) {
     const __m512i vp = _mm512_set1_epi64(P->p), vq = _mm512_set1_epi64(P->q);
-    int every_row = bits <= 61 && !(P->width >> (62 - bits));
+    /* a row in the registers needs its products in 64 bits and its tokens below 2**58 (the keys tokens * 64
+       + option: at least 4 bits, whatever lambda's) */
+    int vbits = bits < 4 ? 4 : bits, every_row = vbits <= 61 && !(P->width >> (62 - vbits));
     for (Py_ssize_t i = 0; i < P->n; i++) {
         i128 best, second;
         uint64_t mask;
         int light, heaviest, options;
-        if (every_row || (bits <= 61 && narrow_row(P, i, bits)))
+        if (every_row || (vbits <= 61 && narrow_row(P, i, vbits)))
             tied_row_avx512(P, i, vp, vq, &best, &second, &mask, &light, &heaviest, &options);
+        else if (bits <= 61 && narrow_row(P, i, bits))
+            tied_row64(P, i, &best, &second, &mask, &light, &heaviest, &options);
         else tied_row128(P, i, &best, &second, &mask, &light, &heaviest, &options);
         tied_write(P, i, out, best, second, mask, light, heaviest, options);
     }
@@ -3914,6 +3938,61 @@ static PyObject *kernel_edges(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* Tests: tied_rows(n, k, tokens, values, usable, p, q, vector, out) writes each row's tied-split numbers
+   at lambda = p / q, six int64 a row (best, second, tied mask, lightest and heaviest best option, options),
+   from tied_row_avx512 where vector (the CPU must have it: grid(1) == 1) else tied_row64. Rows must be
+   narrow (their products with p and q fit 64 bits, their tokens below 2**58). */
+static PyObject *kernel_tied_rows(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o[4];
+    Py_ssize_t n, k;
+    long long p, q;
+    int vector;
+    if (!PyArg_ParseTuple(args, "nnOOOLLpO", &n, &k, &o[0], &o[1], &o[2], &p, &q, &vector, &o[3])) return NULL;
+    if (n < 0 || k < 0 || k > 7 || p < 0 || q <= 0) {
+        PyErr_SetString(PyExc_ValueError, "tied_rows takes n >= 0, 0 <= k <= 7, p >= 0, q > 0");
+        return NULL;
+    }
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+    if (vector && grid_on() != 1) {
+#else
+    if (vector) {
+#endif
+        PyErr_SetString(PyExc_ValueError, "tied_rows: no AVX-512 vectors here");
+        return NULL;
+    }
+    const Argument arg[] = {
+        {o[0], 8, 0, "tokens", n * k * 8}, {o[1], 8, 0, "values", n * k * 8}, {o[2], 1, 0, "usable", n * k},
+        {o[3], 8, 1, "out", n * 6 * 8},
+    };
+    Py_buffer b[4];
+    if (take_buffers(arg, b, 4) < 0) return NULL;
+    Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, 0, p, q, 0, 0, UINT64_MAX, 0};
+    int64_t *out = b[3].buf;
+    int bits = 64 - __builtin_clzll((uint64_t)p | (uint64_t)q), vbits = bits < 4 ? 4 : bits;
+    int refused = 0;
+    for (Py_ssize_t i = 0; i < n && !refused; i++) {
+        i128 best, second;
+        uint64_t mask;
+        int light, heaviest, options;
+        if (vbits > 61 || !narrow_row(&P, i, vbits)) { refused = 1; break; }
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+        if (vector) tied_row_vector(&P, i, &best, &second, &mask, &light, &heaviest, &options);
+        else
+#endif
+            tied_row64(&P, i, &best, &second, &mask, &light, &heaviest, &options);
+        int64_t *row = out + 6 * i;
+        row[0] = (int64_t)best; row[1] = (int64_t)second; row[2] = (int64_t)mask;
+        row[3] = light; row[4] = heaviest; row[5] = options;
+    }
+    release_buffers(b, 4);
+    if (refused) {
+        PyErr_SetString(PyExc_ValueError, "tied_rows: a row is not narrow");
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 /* ---- tied._Ranges' walk in C: the head rows of the tie-rule walk by the necessary conditions -------
    Fenwick trees over the free rows' lightest and heaviest levels (ranks and sorted values from the
    caller, numpy's stable argsort), counts and sums; the walk and its test as tied._build runs them
@@ -4085,6 +4164,8 @@ static PyMethodDef methods[] = {
      "scale(n, k, tokens, utility, mask, price, budget, factor, out, usable): factor 0 -> row bests"},
     {"vector_scaling", kernel_vector_scaling, METH_VARARGS,
      "vector_scaling(on) -> whether scaling takes four levels at a time (AVX2) after the call (tests)"},
+    {"tied_rows", kernel_tied_rows, METH_VARARGS,
+     "tied_rows(n, k, tokens, values, usable, p, q, vector, out) -> None: the tied split's numbers a row (tests)"},
     {"grid", kernel_grid, METH_VARARGS,
      "grid(mode) -> the band's grid after the call: 0 none, 1 AVX-512, 2 plain C; -1 as the CPU says (tests)"},
     {NULL, NULL, 0, NULL},

@@ -54,7 +54,8 @@ class KernelResult:
     states: int  # search states generated (a deterministic measure of the search's work)
     search_states: int  # of which the optimum search (phase 1)
     tail_rows: int  # rows the tie rule's DP enumerated (the others are at their highest kept level)
-    hull_rows: int  # rows given a convex hull (every row but where the band spared some: _kernel.c)
+    hull_rows: int  # rows given a convex hull (every row but where the band spared some: _kernel.c; which
+    # rows depends on the CPU, the band's grid being drawn only with AVX-512; the answer does not)
 
 
 def applies(instance: Instance) -> bool:
