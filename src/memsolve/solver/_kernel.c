@@ -1530,7 +1530,8 @@ TIED_ROW(tied_row64, int64_t)
 TIED_ROW(tied_row128, i128)
 #undef TIED_ROW
 
-/* What tied_split writes for each row, and the tokens of the rows' lightest and heaviest best options. */
+/* What tied_split writes for each row (tied_write: also the tokens of its lightest and heaviest best
+   options into the caller's sums). */
 typedef struct {
     int *hull_len;
     int32_t *floor_opt;
@@ -1539,11 +1540,10 @@ typedef struct {
     uint64_t *tied;
     i128 *gap;
     unsigned char *has_alt;
-    int64_t light_w, heavy_w;
 } TiedRows;
 
-static inline void tied_write(const Problem *P, Py_ssize_t i, TiedRows *out, i128 best, i128 second, uint64_t mask,
-                              int light, int heaviest, int options) {
+static inline void tied_write(const Problem *P, Py_ssize_t i, const TiedRows *out, i128 best, i128 second,
+                              uint64_t mask, int light, int heaviest, int options, int64_t *light_w, int64_t *heavy_w) {
     out->hull_len[i] = -1;
     out->floor_opt[i] = light;
     out->heavy[i] = (int8_t)(heaviest == light ? -1 : heaviest);
@@ -1551,8 +1551,8 @@ static inline void tied_write(const Problem *P, Py_ssize_t i, TiedRows *out, i12
     out->tied[i] = mask;
     out->has_alt[i] = (unsigned char)(options > 1);
     out->gap[i] = options > 1 ? best - second : 0;
-    out->light_w += option_w(P, i, light);
-    out->heavy_w += option_w(P, i, heaviest);
+    *light_w += option_w(P, i, light);
+    *heavy_w += option_w(P, i, heaviest);
 }
 
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
@@ -1595,22 +1595,33 @@ tied_row_vector(const Problem *P, Py_ssize_t i, i128 *best, i128 *second, uint64
 
 /* tied_split's pass with tied_row_avx512 (k at most 7) */
 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) static void tied_rows_avx512(const Problem *P, int bits,
-                                                                                           TiedRows *out) {
+                                                                                           const TiedRows *out,
+                                                                                           int64_t *sums) {
     const __m512i vp = _mm512_set1_epi64(P->p), vq = _mm512_set1_epi64(P->q);
+    int64_t light_w = 0, heavy_w = 0;
     /* a row in the registers needs its products in 64 bits and its tokens below 2**58 (the keys tokens * 64
        + option: at least 4 bits, whatever lambda's) */
-    int vbits = bits < 4 ? 4 : bits, every_row = vbits <= 61 && !(P->width >> (62 - vbits));
-    for (Py_ssize_t i = 0; i < P->n; i++) {
-        i128 best, second;
-        uint64_t mask;
-        int light, heaviest, options;
-        if (every_row || (vbits <= 61 && narrow_row(P, i, vbits)))
+    int vbits = bits < 4 ? 4 : bits;
+    i128 best, second;
+    uint64_t mask;
+    int light, heaviest, options;
+    if (vbits <= 61 && !(P->width >> (62 - vbits))) {  /* every row: a loop of its own (the tests a row cost 3-5 %) */
+        for (Py_ssize_t i = 0; i < P->n; i++) {
             tied_row_avx512(P, i, vp, vq, &best, &second, &mask, &light, &heaviest, &options);
-        else if (bits <= 61 && narrow_row(P, i, bits))
-            tied_row64(P, i, &best, &second, &mask, &light, &heaviest, &options);
-        else tied_row128(P, i, &best, &second, &mask, &light, &heaviest, &options);
-        tied_write(P, i, out, best, second, mask, light, heaviest, options);
+            tied_write(P, i, out, best, second, mask, light, heaviest, options, &light_w, &heavy_w);
+        }
+    } else {
+        for (Py_ssize_t i = 0; i < P->n; i++) {
+            if (vbits <= 61 && narrow_row(P, i, vbits))
+                tied_row_avx512(P, i, vp, vq, &best, &second, &mask, &light, &heaviest, &options);
+            else if (bits <= 61 && narrow_row(P, i, bits))
+                tied_row64(P, i, &best, &second, &mask, &light, &heaviest, &options);
+            else tied_row128(P, i, &best, &second, &mask, &light, &heaviest, &options);
+            tied_write(P, i, out, best, second, mask, light, heaviest, options, &light_w, &heavy_w);
+        }
     }
+    sums[0] = light_w;
+    sums[1] = heavy_w;
 }
 #endif
 
@@ -1626,12 +1637,16 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) static void tied_r
 static int tied_split(const Problem *P, int *hull_len, int32_t *floor_opt, int8_t *heavy, i128 *row_best,
                       uint64_t *tied, i128 *gap, unsigned char *has_alt, int64_t *above) {
     Py_ssize_t n = P->n;
-    TiedRows out = {hull_len, floor_opt, heavy, row_best, tied, gap, has_alt, 0, 0};
+    const TiedRows out = {hull_len, floor_opt, heavy, row_best, tied, gap, has_alt};
+    int64_t light_w = 0, heavy_w = 0;  /* the tokens of the rows' lightest and heaviest best options */
     uint64_t pq = (uint64_t)P->p | (uint64_t)P->q;
     int bits = pq ? 64 - __builtin_clzll(pq) : 0;
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
     if (grid_on() == 1 && P->k <= 7) {
-        tied_rows_avx512(P, bits, &out);
+        int64_t sums[2];
+        tied_rows_avx512(P, bits, &out, sums);
+        light_w = sums[0];
+        heavy_w = sums[1];
         n = 0;  /* (every row done) */
     }
 #endif
@@ -1642,10 +1657,10 @@ static int tied_split(const Problem *P, int *hull_len, int32_t *floor_opt, int8_
         if (bits <= 61 && narrow_row(P, i, bits))
             tied_row64(P, i, &best, &second, &mask, &light, &heaviest, &options);
         else tied_row128(P, i, &best, &second, &mask, &light, &heaviest, &options);
-        tied_write(P, i, &out, best, second, mask, light, heaviest, options);
+        tied_write(P, i, &out, best, second, mask, light, heaviest, options, &light_w, &heavy_w);
     }
-    if (out.light_w > P->capacity || out.heavy_w <= P->capacity) return 0;
-    *above = out.light_w;
+    if (light_w > P->capacity || heavy_w <= P->capacity) return 0;
+    *above = light_w;
     return 1;
 }
 
