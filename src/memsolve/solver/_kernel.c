@@ -274,11 +274,70 @@ static void select_smallest(Candidate *a, size_t len, size_t m) {
     }
 }
 
+/* select_smallest where every gap in a[0..len) is the same (Pisinger's correlated classes: every row
+   tied, tens of thousands of them): the m smallest are those of the least scrambles, found by one pass
+   with a max-heap of m scrambles (most rows turned away by one comparison, where quickselect's
+   comparisons went either way at random) and moved to a[0..m), the rows they displace into their
+   places. The rest keep their input order, where quickselect leaves them scrambled: the tie fill walks
+   them for rows of either kind, and past about 16,000 candidates its longer walks along input-order runs
+   cost more than the selection saves (strongly correlated 100,000 records: 1.04-1.10x the time; 10,000:
+   0.84-0.95). Returns 0 (nothing moved) where two gaps differ, m is past the heap's room or len past
+   TIED_SELECT_ROWS. */
+#define TIED_SELECT 1024
+#define TIED_SELECT_ROWS 16384
+static int select_tied(Candidate *a, size_t len, size_t m) {
+    if (m == 0 || m > TIED_SELECT || m >= len || len > TIED_SELECT_ROWS) return 0;
+    for (size_t c = 1; c < len; c++)
+        if (a[c].gap != a[0].gap) return 0;
+    uint64_t key[TIED_SELECT];
+    size_t pos[TIED_SELECT], h = 0;
+    for (size_t c = 0; c < len; c++) {
+        uint64_t x = (uint64_t)a[c].row * 0x9E3779B97F4A7C15ULL;  /* (compare_candidates' scramble) */
+        size_t at;
+        if (h < m) {  /* fill: sift up */
+            at = h++;
+            while (at > 0 && key[(at - 1) / 2] < x) {
+                key[at] = key[(at - 1) / 2]; pos[at] = pos[(at - 1) / 2];
+                at = (at - 1) / 2;
+            }
+        } else {
+            if (x >= key[0]) continue;
+            at = 0;  /* replace the largest: sift down */
+            for (;;) {
+                size_t l = 2 * at + 1, r = l + 1, top = l;
+                if (l >= m) break;
+                if (r < m && key[r] > key[l]) top = r;
+                if (key[top] <= x) break;
+                key[at] = key[top]; pos[at] = pos[top];
+                at = top;
+            }
+        }
+        key[at] = x; pos[at] = c;
+    }
+    /* the chosen positions in order; the rows in front that were not chosen go where chosen ones were */
+    for (size_t j = 1; j < m; j++) {
+        size_t x = pos[j], b = j;
+        while (b > 0 && pos[b - 1] > x) { pos[b] = pos[b - 1]; b--; }
+        pos[b] = x;
+    }
+    Candidate chosen[TIED_SELECT];
+    for (size_t j = 0; j < m; j++) chosen[j] = a[pos[j]];
+    size_t back = 0, front = 0;
+    while (back < m && pos[back] < m) back++;  /* pos[back..m): chosen rows past the front */
+    for (size_t f = 0; f < m; f++) {
+        if (front < m && pos[front] == f) { front++; continue; }
+        a[pos[back++]] = a[f];
+    }
+    memcpy(a, chosen, m * sizeof(Candidate));
+    return 1;
+}
+
 /* Sorts the next chunk of cand[sorted..end), smallest gaps first; returns the end of the sorted prefix. */
 static size_t sort_chunk(Candidate *cand, size_t sorted, size_t end) {
     size_t remaining = end - sorted, chunk = sorted < 64 ? 64 : sorted;
-    if (remaining > chunk) select_smallest(cand + sorted, remaining, chunk);
-    else chunk = remaining;
+    if (remaining > chunk) {
+        if (!select_tied(cand + sorted, remaining, chunk)) select_smallest(cand + sorted, remaining, chunk);
+    } else chunk = remaining;
     qsort(cand + sorted, chunk, sizeof(Candidate), compare_candidates);
     return sorted + chunk;
 }
