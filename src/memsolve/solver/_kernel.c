@@ -1155,6 +1155,13 @@ typedef struct {
     int64_t tokens[GRID], changes[GRID];
 } GridPass;
 
+/* A row whose products may not fit 64 bits: tied at every multiplier, so taken as in the band. */
+static inline void grid_inside(GridPass *out, Py_ssize_t i) {
+    out->best[i] = 0;
+    out->second[i] = ~(uint64_t)0;
+    out->ties[i] = 0xFF;
+}
+
 static void grid_row(const Problem *P, Py_ssize_t i, const Grid *g, uint64_t *best_out, uint64_t *second_out,
                      uint8_t *ties_out, int64_t *tokens_out) {
     Py_ssize_t k = P->k;
@@ -1193,9 +1200,7 @@ static void grid_pass_plain(const Problem *P, const Grid *g, GridPass *out) {
         int64_t tokens[GRID];
         uint8_t ties;
         if (!narrow_row(P, i, g->bits)) {
-            out->best[i] = 0;
-            out->second[i] = ~(uint64_t)0;
-            out->ties[i] = 0xFF;
+            grid_inside(out, i);
             continue;
         }
         grid_row(P, i, g, &out->best[i], &out->second[i], &ties, tokens);
@@ -1223,9 +1228,7 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) static void grid_p
     int every_row = !(P->width >> (62 - g->bits));  /* every row's products fit (else asked row by row) */
     for (Py_ssize_t i = 0; i < n; i++) {
         if (!every_row && !narrow_row(P, i, g->bits)) {
-            out->best[i] = 0;
-            out->second[i] = ~(uint64_t)0;
-            out->ties[i] = 0xFF;
+            grid_inside(out, i);
             continue;
         }
         const int64_t *tw = P->tokens + i * k, *tv = P->values + i * k;
@@ -1488,7 +1491,8 @@ static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t 
         int s = 0;
         while (s < GRID && pass.tokens[s] <= P->capacity) s++;
         if (s == 0 || s == GRID) return 0;  /* outside the band: every hull */
-        /* rows either side of the bracket for the rankings (see sample_band's fill) */
+        /* at least RANKED + 1 rows changing level either side of the bracket, so that the rankings around
+           the floor fill from rows in the band and turn the others away (sat_next, sat_prev) */
         int64_t fill = RANKED + 1, rows_above = 0, rows_below = 0;
         a = s - 1;
         b = s;
