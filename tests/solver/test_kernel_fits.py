@@ -4,7 +4,9 @@ optimum and the tie rule's, found without search. It must give everything the fu
 allocation, V* and W*, the multiplier 0, the bound, the kept levels and the free rows). Where a sample
 of rows (every row of fewer than 64) says the bests take at most 0.8 of the budget it answers before
 the hulls, whose counts it then does not take (-1); else the hulls tell, and their counts are the full
-path's. Where the budget binds, even by one token, or for the optimum alone (mode -1), it steps aside."""
+path's. Where the budget binds, even by one token, or for the optimum alone (mode -1), it steps aside.
+On scaled arrays (solve_job, solve_arrays) with AVX-512 and at most 8 levels, the rows' bests come from
+vector reductions, and the sample's share is 1.25 where every row would get a hull (no band's grid)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 
 from memsolve.solver import kernel, make_instance, native, scale, solve_arrays
 
+from .test_kernel_band import GRID_MODES, _grid
 from .test_kernel_passes import _raw_optimum
 
 KERNEL = native.module()
@@ -60,7 +63,8 @@ def test_the_shortcut_gives_what_the_full_path_gives(rows, mode) -> None:
     fast = _solve(tokens, values, usable, capacity, True, mode)
     info, b_info = full[0], fast[0]
     need = _lightest_best(tokens, values, usable)
-    taken, before_hulls = mode >= 0 and capacity >= need, need <= 0.8 * capacity  # (fewer than 64 rows: all sampled)
+    share = 1.25 if 1 in GRID_MODES else 0.8  # (AVX-512, and too few rows for the band's grid)
+    taken, before_hulls = mode >= 0 and capacity >= need, need <= share * capacity  # (fewer than 64 rows: all sampled)
     if not taken:
         assert b_info == info
     elif before_hulls:
@@ -81,11 +85,14 @@ def test_the_budget_that_just_fits_is_inclusive() -> None:
     tokens = np.array([[6, 4, 4], [1, 1, 1], [5, 8, 2]], np.int64)
     values = np.array([[9, 9, 9], [3, 3, 3], [7, 7, 1]], np.int64)
     usable = np.array([[1, 1, 1], [0, 0, 0], [1, 1, 1]], np.uint8)
-    info, choice, keep, core = _solve(tokens, values, usable, 9, True)
-    assert (info[3], info[4], info[5], info[6]) == (16, 9, 2, 4) and info[0] == 0 and info[2] == 16.0  # after hulls
-    assert choice.tolist() == [1, -1, 0]
-    assert keep.tolist() == [[1, 1, 1, 0], [0, 0, 0, 1], [1, 1, 0, 0]]
-    assert core[: info[8]].tolist() == [0, 2]
+    for grid in GRID_MODES:  # 9 of 9 tokens: after the hulls, or before them from AVX-512's bests (share 1.25)
+        with _grid(grid):
+            info, choice, keep, core = _solve(tokens, values, usable, 9, True)
+        assert (info[3], info[4], info[5], info[6]) == (16, 9, *((-1, -1) if grid == 1 else (2, 4)))
+        assert info[0] == 0 and info[2] == 16.0
+        assert choice.tolist() == [1, -1, 0]
+        assert keep.tolist() == [[1, 1, 1, 0], [0, 0, 0, 1], [1, 1, 0, 0]]
+        assert core[: info[8]].tolist() == [0, 2]
     info, choice, _, _ = _solve(tokens, values, usable, 8, True)  # one token short: the full path
     assert info[7] > 0 and choice.tolist() == [1, -1, 2] and (info[3], info[4]) == (10, 6)
     info, choice, *_ = _solve(tokens, values, usable, 12, True)  # 9 <= 0.8 * 12: before the hulls
@@ -140,3 +147,56 @@ def test_solve_arrays_and_the_engine_take_it_where_everything_fits(price) -> Non
     assert result.hull_levels is None and result.choice.tolist() == full.choice.tolist()
     assert result.keep.tolist() == full.keep.tolist() and result.core.tolist() == full.core.tolist()
     assert (result.multiplier, result.value, result.tokens) == (full.multiplier, full.value, full.tokens)
+
+
+@st.composite
+def _scaled_rows(draw):
+    """Float utilities with ties within rows (levels of equal utility, some of equal tokens), masks,
+    rows with nothing offered, 1-8 levels, levels past the budget; the budget at, just below or up to
+    1.3 times what the rows' most valuable levels take."""
+    n = draw(st.integers(1, 40))
+    k = draw(st.integers(1, 8))
+    tokens = np.array(draw(st.lists(st.integers(0, 9), min_size=n * k, max_size=n * k)), np.int64).reshape(n, k)
+    utility = np.array(draw(st.lists(st.sampled_from([0.5, 1.0, 2.5, 4.0]), min_size=n * k, max_size=n * k)),
+                       float).reshape(n, k)
+    mask = np.array(draw(st.lists(st.booleans(), min_size=n * k, max_size=n * k)), bool).reshape(n, k)
+    inst = make_instance(tokens, utility, 10**6, mask=mask)
+    scaled = scale(inst)
+    need = _lightest_best(tokens, scaled.values, scaled.usable.view(np.uint8))
+    budget = max(0, need + draw(st.sampled_from([-1, 0, 1])), int(need * draw(st.sampled_from([1.1, 1.3]))))
+    return make_instance(tokens, utility, budget, mask=mask), need
+
+
+@settings(max_examples=300, deadline=None)
+@given(_scaled_rows())
+def test_the_vector_bests_give_what_the_rows_loop_gives(rows) -> None:
+    """Every grid mode (the vector pass with AVX-512, the rows' loop without) gives the full path's
+    allocation, V*, W*, kept levels and free rows; where the bests fit and take more than 0.8 of the
+    budget, AVX-512 answers before the hulls and the loop after them."""
+    inst, need = rows
+    full = kernel.solve_kernel(inst, scale(inst), shortcut=False)
+    for mode in GRID_MODES:
+        with _grid(mode):
+            _, found, _ = kernel.solve_job(inst)
+        assert found.choice.tolist() == full.choice.tolist() and found.keep.tolist() == full.keep.tolist()
+        assert (found.value, found.tokens, found.multiplier) == (full.value, full.tokens, full.multiplier)
+        assert found.core.tolist() == full.core.tolist()
+        if need <= inst.budget and need > 0.8 * inst.budget:  # (fewer than 64 rows: all sampled)
+            assert (found.hull_levels is None) == (mode == 1 and inst.k <= 8)
+
+
+@pytest.mark.parametrize("grid", GRID_MODES)
+def test_the_vector_share_is_taken_only_without_the_band(grid) -> None:
+    """Bests taking 0.9 of the budget: before the hulls with AVX-512 at 1,000 records (every row would
+    get a hull); at 5,000 the band's grid spares most hulls and the rows' bests are asked after it."""
+    for n, before in ((1000, grid == 1), (5000, False)):
+        rng = np.random.default_rng(n)
+        tokens = rng.integers(1, 100, size=(n, 5))
+        utility = rng.random((n, 5))
+        best = tokens[np.arange(n), utility.argmax(axis=1)].sum()
+        inst = make_instance(tokens, utility, int(best / 0.9))
+        with _grid(grid):
+            _, found, _ = kernel.solve_job(inst)
+        full = kernel.solve_kernel(inst, scale(inst), shortcut=False)
+        assert found.choice.tolist() == full.choice.tolist() and found.searched_rows == 0
+        assert (found.hull_levels is None) == before

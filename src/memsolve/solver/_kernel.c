@@ -2015,9 +2015,52 @@ static inline int best_level(const Problem *P, Py_ssize_t i, int trusted, int64_
 }
 
 #define FITS_SAMPLE 64  /* rows whose best levels say whether to try them all before the hulls */
+#define FITS_SURE 0.8   /* ... where they take at most this share of the budget */
+#define FITS_VECTOR 1.25 /* ... or this share where the best levels come from AVX-512 and every row would
+                            get a hull (no band): a pass that finds the budget binds then costs a few
+                            percent of the hulls it may spare (with the band, a fifth of the solve) */
 
 /* The scaling's width says no usable level has negative tokens (nor, scaled, a value of 0). */
 static inline int width_trusted(const Problem *P) { return !(P->width >> 62); }
+
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+/* fits_all's first pass, a row's levels (at most 8) in the lanes of an AVX-512 register: best_level's
+   pick from reductions (the most valuable usable level; of those the least tokens * 64 + level, the
+   lightest and the first of equals), for rows best_levels_vector admits. Returns 0, or -1 as soon as
+   the picks' tokens pass the capacity (or their values 64 bits). */
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) static int
+best_levels_avx512(const Problem *P, int64_t *choice, int64_t *used_out, int64_t *worth_out) {
+    Py_ssize_t n = P->n, k = P->k;
+    const __mmask8 lanes = (__mmask8)((1u << k) - 1);
+    const __m512i index = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    int64_t used = 0, worth = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        __mmask8 ok = _mm_mask_cmpneq_epi8_mask(lanes, _mm_maskz_loadu_epi8(lanes, P->usable + i * k),
+                                                _mm_setzero_si128());
+        int64_t pick = k, top = 0, light = 0;
+        if (ok) {
+            __m512i v = _mm512_maskz_loadu_epi64(ok, P->values + i * k);
+            __m512i w = _mm512_maskz_loadu_epi64(ok, P->tokens + i * k);
+            top = _mm512_mask_reduce_max_epi64(ok, v);
+            __mmask8 best = _mm512_mask_cmpeq_epi64_mask(ok, v, _mm512_set1_epi64(top));
+            uint64_t key = _mm512_mask_reduce_min_epu64(best, _mm512_or_si512(_mm512_slli_epi64(w, 6), index));
+            pick = (int64_t)(key & 63) | (int64_t)(__builtin_popcount(best) > 1) << 32;
+            light = (int64_t)(key >> 6);
+        }
+        if (__builtin_add_overflow(worth, top, &worth) | ((used += light) > P->capacity)) return -1;
+        choice[i] = pick;
+    }
+    *used_out = used;
+    *worth_out = worth;
+    return 0;
+}
+#endif
+
+/* Whether fits_all's first pass takes AVX-512: at most 8 levels, trusted (no check of a level's signs),
+   tokens below 2**58 (the keys tokens * 64 + level), and the CPU's (the grid's switch). */
+static inline int best_levels_vector(const Problem *P) {
+    return P->k <= 8 && !(P->width >> 58) && grid_on() == 1;
+}
 
 /* Whether the budget likely binds no row: FITS_SAMPLE rows spread over the input (every row of fewer),
    their bests' tokens scaled to all rows, within 0.8 of the budget. A pass that finds the budget binds
@@ -2032,7 +2075,8 @@ static int fits_likely(const Problem *P) {
         best_level(P, a * step, trusted, &v, &w, &ties, &bad);
         sample += w;
     }
-    return (double)sample * ((double)n / (double)(count ? count : 1)) <= 0.8 * (double)P->capacity;
+    double share = best_levels_vector(P) && P->banded != 1 ? FITS_VECTOR : FITS_SURE;
+    return (double)sample * ((double)n / (double)(count ? count : 1)) <= share * (double)P->capacity;
 }
 
 /* Where the budget binds no row: each row's most valuable level, the lightest of those, the first of
@@ -2048,7 +2092,14 @@ static long fits_all(const Problem *P, int64_t *choice, uint8_t *keep, int64_t *
     int ties, bad, trusted = width_trusted(P);
     /* choice[i] holds the pick and, past bit 32, whether another level is as valuable, until the
        second pass */
-    for (Py_ssize_t i = 0; i < n; i++) {
+    Py_ssize_t first = 0;
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+    if (best_levels_vector(P)) {
+        if (best_levels_avx512(P, choice, &used, &worth) < 0) return -1;
+        first = n;
+    }
+#endif
+    for (Py_ssize_t i = first; i < n; i++) {
         int pick = best_level(P, i, trusted, &v, &w, &ties, &bad);
         /* (raw arrays may hold sums past 64 bits: the full path answers them) */
         if (bad | __builtin_add_overflow(used, w, &used) | __builtin_add_overflow(worth, v, &worth)
@@ -3137,6 +3188,21 @@ static PyObject *info_tuple(const Info *info) {
                          (int)v[9], (long long)v[10], (long long)v[11], (long long)v[12], (long long)v[13]);
 }
 
+/* Problem.width of raw arrays: the OR of the usable levels' tokens and values, as the scaling gives it,
+   or UINT64_MAX where a usable level is worth nothing or less (the scaling's never are: width_trusted).
+   Scaled arrays then take the same paths through either entry (tests compare the two). */
+static uint64_t raw_width(const Problem *P) {
+    size_t cells = (size_t)P->n * (size_t)P->k;
+    uint64_t wide = 0;
+    int worthless = 0;
+    for (size_t j = 0; j < cells; j++) {
+        int on = P->usable[j] != 0;
+        wide |= on ? (uint64_t)P->tokens[j] | (uint64_t)P->values[j] : 0;
+        worthless |= on & (P->values[j] <= 0);
+    }
+    return worthless ? UINT64_MAX : wide;
+}
+
 static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     (void)self;
     PyObject *o_tokens, *o_values, *o_usable, *o_choice, *o_keep, *o_core;
@@ -3162,6 +3228,7 @@ static PyObject *kernel_solve(PyObject *self, PyObject *args) {
     PyObject *out = NULL;
     Problem P = {n, k, b[0].buf, b[1].buf, b[2].buf, (int64_t)capacity, 0, 1, at_once, banded, UINT64_MAX, shortcut,
                  state_limit > 0 ? (size_t)state_limit : 0};
+    P.width = raw_width(&P);
     Info info = {{0}, 0.0};
     int rc;
     rc = solve(&P, b[3].buf, b[4].buf, b[5].buf, bounded_ties, &info);  /* holds the GIL: one shared workspace */
