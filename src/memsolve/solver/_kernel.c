@@ -2014,6 +2014,7 @@ static inline int best_level(const Problem *P, Py_ssize_t i, int trusted, int64_
     return pick;
 }
 
+#define PREFETCH_ROWS 16 /* how far ahead the floor pass asks for a row's levels in the band's order */
 #define FITS_SAMPLE 64  /* rows whose best levels say whether to try them all before the hulls */
 #define FITS_SURE 0.8   /* ... where they take at most this share of the budget */
 #define FITS_VECTOR 1.25 /* ... or this share where the best levels come from AVX-512 and every row would
@@ -2291,6 +2292,16 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
     for (Py_ssize_t c = 0; c < n; c++) {
         Py_ssize_t i = !by_band ? c : c < in_band ? order[c] : order[n - 1 - (c - in_band)];
         size_t at = (size_t)i * (size_t)(k + 1);
+        /* in the band's order the rows' levels come out of input order, past the reach of the hardware's
+           prefetch (100,000 records: the loads of the rows outside the band were a third of this pass) */
+        if (by_band && c + PREFETCH_ROWS < n) {
+            Py_ssize_t c2 = c + PREFETCH_ROWS;
+            Py_ssize_t j = c2 < in_band ? order[c2] : order[n - 1 - (c2 - in_band)];
+            __builtin_prefetch(P->tokens + j * k);
+            __builtin_prefetch(P->tokens + j * k + k - 1);
+            __builtin_prefetch(P->values + j * k);
+            __builtin_prefetch(P->values + j * k + k - 1);
+        }
         if (hull_len[i] < 0) {
             /* the floor: the band's row is at its one best option; a tied row at its lightest best,
                or its heaviest as the second step below takes it (the increment between is lambda's) */
