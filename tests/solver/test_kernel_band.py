@@ -160,7 +160,8 @@ def test_the_band_on_small_rows_is_the_exhaustive_tie_rule(rows, banded, grid) -
 def test_the_band_is_taken_where_few_rows_are_in_it(kind, share, grid) -> None:
     """Not vacuous: on these classes the band is taken (the hull counts are not) and spares most rows
     their hull, with the answer of every hull, the search's tighter bounds (which need every hull)
-    included."""
+    included. (Uncorrelated at the full budget, whose bests about fill it, the band reaches down to
+    lambda = 0: no row outside it is asked for an increment after its floor.)"""
     rows = _scaled(kind, 20_000, 3, share)
     for at_once in (False, True):
         full = _solve(*rows, at_once=at_once)

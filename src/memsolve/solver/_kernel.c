@@ -2279,8 +2279,10 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
        and one into it (unless the floor is delete); once a ranking is full and its outside extreme is
        at least as extreme as every increment such rows can offer (less efficient than bottom, more than
        top, outside the band; at most, at least lambda at a floor best at lambda), it turns them away and
-       changes nothing (sat_next, sat_prev). */
-    int sat_next = 0, sat_prev = 0, usual = 0;
+       changes nothing (sat_next, sat_prev). Where the band reaches down to lambda = 0, a row outside it is
+       at its one most valuable level and offers no increment after it: none asks (uncorrelated levels
+       whose bests about fill the budget: the rankings never filled, and every row outside was asked). */
+    int sat_next = banded == 1 && bottom.dv == 0, sat_prev = 0, usual = 0;
     long uncounted = 0;
     const Increment at_split = increment(q, p), *next_limit = banded == 2 ? &at_split : &bottom,
                     *prev_limit = banded == 2 ? &at_split : &top;
