@@ -1155,9 +1155,10 @@ typedef struct {
     int64_t tokens[GRID], changes[GRID];
 } GridPass;
 
-/* A row whose products may not fit 64 bits: tied at every multiplier, so taken as in the band. */
+/* A row whose products may not fit 64 bits: tied at every multiplier, so taken as in the band (its best
+   options 0xFF: it adds no tokens to the sums). */
 static inline void grid_inside(GridPass *out, Py_ssize_t i) {
-    out->best[i] = 0;
+    out->best[i] = ~(uint64_t)0;
     out->second[i] = ~(uint64_t)0;
     out->ties[i] = 0xFF;
 }
@@ -1501,6 +1502,9 @@ static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t 
         *top = grid.at[a];
         *bottom = grid.at[b];
     }
+    /* with the grid, the tokens of the rows outside at their best: the grid's sum at multiplier a, less
+       the rows in the band's best there (their levels at hand for the hull; the others' not read) */
+    uint64_t grid_over = grid.bits >= 0 ? (uint64_t)pass.tokens[a] : 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         int best, second;
         int outside;
@@ -1516,9 +1520,13 @@ static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t 
             hull_len[i] = -1;
             floor_opt[i] = best;
             second_opt[i] = (int8_t)second;
-            over += option_w(P, i, best);
+            if (grid.bits < 0) over += option_w(P, i, best);
             order[n - 1 - (i - n_in)] = (int32_t)i;  /* the rows outside, from the back */
             continue;
+        }
+        if (grid.bits >= 0) {
+            int pick = (int)(pass.best[i] >> (8 * a) & 0xFF);
+            if (pick != 0xFF) grid_over -= (uint64_t)option_w(P, i, pick);
         }
         order[n_in++] = (int32_t)i;
         size_t at = (size_t)i * (size_t)(k + 1);
@@ -1533,6 +1541,7 @@ static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t 
         }
     }
     *rows_in_band = n_in;
+    over = (int64_t)((uint64_t)over + grid_over);  /* (wrapping as the sums did) */
     if (over > P->capacity) return 0;
     if (over + band_w <= P->capacity) {
         if (bottom->dv != 0) return 0;
