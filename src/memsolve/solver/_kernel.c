@@ -969,6 +969,42 @@ static inline uint64_t bits_at(const uint64_t *b, int64_t words, int64_t off) {
     return r ? (lo >> r) | (hi << (64 - r)) : lo;
 }
 
+/* dst[x] |= bits_at(src, src_words, off + 64 x) for every x < n_words: the words whose source lies
+   inside src by one shift-or loop (vectorized by the compiler), the edges by bits_at (the tied tail's
+   layers: a fifth of a weakly correlated solve of 100,000 records went to bits_at's checks) */
+static void or_shifted(uint64_t *restrict dst, int64_t n_words, const uint64_t *restrict src, int64_t src_words,
+                       int64_t off) {
+    int64_t w = off >= 0 ? off / 64 : -((-off + 63) / 64), r = off - 64 * w;
+    /* x reads src[w + x] and, where r > 0, src[w + x + 1]: both inside for x in [x0, x1) */
+    int64_t x0 = -w < 0 ? 0 : -w > n_words ? n_words : -w;
+    int64_t x1 = src_words - w - (r > 0);
+    x1 = x1 < x0 ? x0 : x1 > n_words ? n_words : x1;
+    for (int64_t x = 0; x < x0; x++) dst[x] |= bits_at(src, src_words, off + 64 * x);
+    const uint64_t *from = src + w;
+    if (r == 0)
+        for (int64_t x = x0; x < x1; x++) dst[x] |= from[x];
+    else
+        for (int64_t x = x0; x < x1; x++) dst[x] |= (from[x] >> r) | (from[x + 1] << (64 - r));
+    for (int64_t x = x1; x < n_words; x++) dst[x] |= bits_at(src, src_words, off + 64 * x);
+}
+
+/* The bits set in a[0..n) (a loop the compiler vectorizes; __builtin_popcountll is a library call
+   without -mpopcnt) */
+static uint64_t count_bits(const uint64_t *a, int64_t n) {
+    uint64_t total = 0;
+    for (int64_t x = 0; x < n; x++) {
+        uint64_t v = a[x];
+        v = v - ((v >> 1) & 0x5555555555555555ULL);
+        v = (v & 0x3333333333333333ULL) + ((v >> 2) & 0x3333333333333333ULL);
+        v = (v + (v >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+        v += v >> 8;
+        v += v >> 16;
+        v += v >> 32;
+        total += v & 0x7F;
+    }
+    return total;
+}
+
 /* The fills' bitset of sums reached (`words` words, then as many for the copy a row shifts from,
    zeroed) and each sum's first reacher (row, option), from the work buffers; NULL when out of
    memory. */
@@ -1050,6 +1086,18 @@ static inline uint64_t row_width(const Problem *P, Py_ssize_t i) {
    width of every row allows it, else row by row. */
 static inline int narrow_row(const Problem *P, Py_ssize_t i, int bits) {
     return !(P->width >> (62 - bits)) || !(row_width(P, i) >> (62 - bits));
+}
+
+#define PREFETCH_ROWS 16 /* how far ahead a pass over rows out of input order asks for a row's levels */
+
+/* Asks for row i's tokens and values ahead of their use (the first and last of its levels: the row may
+   straddle two cache lines) */
+static inline void prefetch_row(const Problem *P, Py_ssize_t i) {
+    Py_ssize_t k = P->k;
+    __builtin_prefetch(P->tokens + i * k);
+    __builtin_prefetch(P->tokens + i * k + k - 1);
+    __builtin_prefetch(P->values + i * k);
+    __builtin_prefetch(P->values + i * k + k - 1);
 }
 
 /* Whether row i is outside the band [bottom, top]: one option m is best at top and at bottom, and
@@ -1522,13 +1570,16 @@ static int banded_split(const Problem *P, int32_t *hull, int *hull_len, int32_t 
             second_opt[i] = (int8_t)second;
             if (grid.bits < 0) over += option_w(P, i, best);
             order[n - 1 - (i - n_in)] = (int32_t)i;  /* the rows outside, from the back */
-            continue;
-        }
+        } else order[n_in++] = (int32_t)i;
+    }
+    /* the rows in the band, in input order, their levels asked for ahead (scattered over the input) */
+    for (Py_ssize_t c = 0; c < n_in; c++) {
+        Py_ssize_t i = order[c];
+        if (c + PREFETCH_ROWS < n_in) prefetch_row(P, order[c + PREFETCH_ROWS]);
         if (grid.bits >= 0) {
             int pick = (int)(pass.best[i] >> (8 * a) & 0xFF);
             if (pick != 0xFF) grid_over -= (uint64_t)option_w(P, i, pick);
         }
-        order[n_in++] = (int32_t)i;
         size_t at = (size_t)i * (size_t)(k + 1);
         int64_t hw[64], hv[64];
         int len = build_hull(P, i, hull + at, hw, hv, &on_hull, &skip_usual);
@@ -2023,7 +2074,6 @@ static inline int best_level(const Problem *P, Py_ssize_t i, int trusted, int64_
     return pick;
 }
 
-#define PREFETCH_ROWS 16 /* how far ahead the floor pass asks for a row's levels in the band's order */
 #define FITS_SAMPLE 64  /* rows whose best levels say whether to try them all before the hulls */
 #define FITS_SURE 0.8   /* ... where they take at most this share of the budget */
 #define FITS_VECTOR 1.25 /* ... or this share where the best levels come from AVX-512 and every row would
@@ -2307,11 +2357,7 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
            prefetch (100,000 records: the loads of the rows outside the band were a third of this pass) */
         if (by_band && c + PREFETCH_ROWS < n) {
             Py_ssize_t c2 = c + PREFETCH_ROWS;
-            Py_ssize_t j = c2 < in_band ? order[c2] : order[n - 1 - (c2 - in_band)];
-            __builtin_prefetch(P->tokens + j * k);
-            __builtin_prefetch(P->tokens + j * k + k - 1);
-            __builtin_prefetch(P->values + j * k);
-            __builtin_prefetch(P->values + j * k + k - 1);
+            prefetch_row(P, c2 < in_band ? order[c2] : order[n - 1 - (c2 - in_band)]);
         }
         if (hull_len[i] < 0) {
             /* the floor: the band's row is at its one best option; a tied row at its lightest best,
@@ -3026,7 +3072,7 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
                         for (Py_ssize_t o = 0; o <= k; o++) {
                             if (!keep[r * (k + 1) + o]) continue;
                             int64_t off = lo_of[j] - option_w(P, r, o) - lo_of[j + 1];
-                            for (int64_t x = 0; x < n_words; x++) dst[x] |= bits_at(src, src_words, off + 64 * x);
+                            or_shifted(dst, n_words, src, src_words, off);
                         }
                         /* the bits past hi_j (in the last word) are sums no completion takes: cleared */
                         int64_t hi = tw - (min_w[s] - min_w[j]);
@@ -3034,7 +3080,7 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
                         if (hi > room) hi = room;
                         int64_t used_bits = hi - lo_of[j] + 1, tail_bits = used_bits % 64;
                         if (tail_bits) dst[n_words - 1] &= ((uint64_t)1 << tail_bits) - 1;
-                        for (int64_t x = 0; x < n_words; x++) generated2 += (size_t)__builtin_popcountll(dst[x]);
+                        generated2 += (size_t)count_bits(dst, n_words);
                     }
                     /* layer s holds T_s: its tokens, and its value is the one those tokens give */
                     int64_t at = tw - lo_of[s];
