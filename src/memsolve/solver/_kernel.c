@@ -2886,8 +2886,14 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
         if (!lead_top || !lead_sums) goto done;
         lead_sums[0] = lead_sums[n + 1] = 0;
     }
+    /* (where most rows are candidates, their levels come in input order: the hardware's prefetch) */
+    int sparse = in_order && n_cand < (size_t)n / 2;
     for (size_t c = 0; c < visit; c++) {
         Py_ssize_t r = in_order ? (Py_ssize_t)c : cand[c].row;
+        if (sparse && c + PREFETCH_ROWS < visit) {  /* the free rows' levels are read, scattered over the input */
+            size_t ahead = c + PREFETCH_ROWS;
+            if (has_alt[ahead] && gap[ahead] <= most_gap) prefetch_row(P, (Py_ssize_t)ahead);
+        }
         uint64_t km = (uint64_t)1 << choice[r];
         if (!has_alt[r] || gap[r] > most_gap) goto visited;  /* only its floor level can be optimal */
         i128 best = row_best[r];
@@ -3065,6 +3071,7 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
                     bits[word_at[F]] = allowed;  /* layer F: the empty sum, 0 tokens (lo_of[F] = 0) */
                     for (size_t j = F; j-- > s && allowed;) {
                         Py_ssize_t r = free_rows[j];
+                        if (j >= s + PREFETCH_ROWS) prefetch_row(P, free_rows[j - PREFETCH_ROWS]);
                         int64_t n_words = (int64_t)(word_at[j + 1] - word_at[j]);
                         int64_t src_words = (int64_t)(word_at[j + 2] - word_at[j + 1]);
                         uint64_t *dst = bits + word_at[j];
@@ -3090,6 +3097,7 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
                         for (size_t j = 0; j < s; j++) choice[free_rows[j]] = top[j];
                         for (size_t j = s; j < F; j++) {
                             Py_ssize_t r = free_rows[j];
+                            if (j + PREFETCH_ROWS < F) prefetch_row(P, free_rows[j + PREFETCH_ROWS]);
                             int done_row = 0;
                             for (Py_ssize_t o = 0; o <= k && !done_row; o++) {
                                 if (!keep[r * (k + 1) + o]) continue;
