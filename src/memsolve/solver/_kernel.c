@@ -492,8 +492,8 @@ typedef struct {
     int banded;       /* the LP split from a band of rows (see banded_split); the hull counts are not taken.
                          4: the tied split only, from a small sample (fewer rows). Tests: 2 takes the band
                          even where many rows are in it, 3 a band one sample increment wide */
-    uint64_t width;   /* the OR of every usable level's tokens and values where the scaling took it (at least
-                         each row's row_width), else UINT64_MAX: rows are then asked one by one */
+    uint64_t width;   /* the OR of every usable level's tokens and values (the scaling's, or raw_width; at
+                         least each row's row_width), or UINT64_MAX: rows are then asked one by one */
     int shortcut;     /* where the budget binds no row, the answer without search (fits_all; before the
                          hulls where fits_likely says so, and their counts are then not taken) */
     size_t state_limit; /* states the search may generate before the solve gives up, below its own limit (a
@@ -2130,10 +2130,11 @@ static inline int best_levels_vector(const Problem *P) {
 }
 
 /* Whether the budget likely binds no row: FITS_SAMPLE rows spread over the input (every row of fewer),
-   their bests' tokens scaled to all rows, within 0.8 of the budget. A pass that finds the budget binds
-   stops only once the rows' bests pass it, near the end where they take about the budget (the
-   uncorrelated class: a fifth of the solve, wasted), so the rest wait for the hulls, which tell it
-   exactly (solve); a sample that misjudges costs time, never the answer. */
+   their bests' tokens scaled to all rows, within FITS_SURE of the budget (FITS_VECTOR where AVX-512 gives
+   the bests and every row would get a hull). A pass that finds the budget binds stops only once the
+   rows' bests pass it, near the end where they take about the budget (the uncorrelated class: with the
+   band a fifth of the solve, wasted), so the rest wait for the hulls or the band, which tell it exactly
+   (solve); a sample that misjudges costs time, never the answer. */
 static int fits_likely(const Problem *P) {
     Py_ssize_t n = P->n, count = n < FITS_SAMPLE ? n : FITS_SAMPLE, step = n / (count ? count : 1);
     int trusted = width_trusted(P), ties, bad;
