@@ -5,8 +5,9 @@ allocation, V* and W*, the multiplier 0, the bound, the kept levels and the free
 of rows (every row of fewer than 64) says the bests take at most 0.8 of the budget it answers before
 the hulls, whose counts it then does not take (-1); else the hulls tell, and their counts are the full
 path's. Where the budget binds, even by one token, or for the optimum alone (mode -1), it steps aside.
-On scaled arrays (solve_job, solve_arrays) with AVX-512 and at most 8 levels, the rows' bests come from
-vector reductions, and the sample's share is 1.25 where every row would get a hull (no band's grid)."""
+Where the arrays' width trusts them (scaled arrays, and raw ones with tokens >= 0 and values > 0), with
+AVX-512 and at most 8 levels, the rows' bests come from vector reductions, and the sample's share is 1.25
+where no band's grid is drawn."""
 
 from __future__ import annotations
 

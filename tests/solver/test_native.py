@@ -3,7 +3,9 @@ while it is set, however it is set (os.environ, monkeypatch, any case), and on a
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -24,6 +26,10 @@ def test_the_switch_is_read_at_every_call(monkeypatch) -> None:
     finally:
         del os.environ["MEMSOLVE_KERNEL"]
     assert native.enabled()
+    with mock.patch("os.environ", {"MEMSOLVE_KERNEL": "numpy"}):  # a replaced mapping is read as it is
+        assert not native.enabled()
+    with mock.patch("os.environ", {}):
+        assert native.enabled()
 
 
 def test_the_one_call_answer_is_a_frozen_array_solution(monkeypatch) -> None:
@@ -39,3 +45,6 @@ def test_the_one_call_answer_is_a_frozen_array_solution(monkeypatch) -> None:
         slow.objective, slow.tokens_used, slow.status, slow.bound, slow.engine)
     with pytest.raises(AttributeError):
         fast.objective = 0.0
+    # its fields written at once are the dataclass's, every one (a field added later must be written too)
+    assert list(vars(fast)) == [field.name for field in dataclasses.fields(ArraySolution)]
+    assert dataclasses.replace(fast).tokens_used == fast.tokens_used and repr(fast).startswith("ArraySolution(")

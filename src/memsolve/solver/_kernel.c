@@ -980,11 +980,10 @@ static void or_shifted(uint64_t *restrict dst, int64_t n_words, const uint64_t *
     int64_t x1 = src_words - w - (r > 0);
     x1 = x1 < x0 ? x0 : x1 > n_words ? n_words : x1;
     for (int64_t x = 0; x < x0; x++) dst[x] |= bits_at(src, src_words, off + 64 * x);
-    const uint64_t *from = src + w;
     if (r == 0)
-        for (int64_t x = x0; x < x1; x++) dst[x] |= from[x];
+        for (int64_t x = x0; x < x1; x++) dst[x] |= src[w + x];
     else
-        for (int64_t x = x0; x < x1; x++) dst[x] |= (from[x] >> r) | (from[x + 1] << (64 - r));
+        for (int64_t x = x0; x < x1; x++) dst[x] |= (src[w + x] >> r) | (src[w + x + 1] << (64 - r));
     for (int64_t x = x1; x < n_words; x++) dst[x] |= bits_at(src, src_words, off + 64 * x);
 }
 
@@ -1421,10 +1420,7 @@ static int sample_band(const Problem *P, size_t rows, int tied_only, Increment *
     }
     for (size_t a = 0; a < rows; a++) {
         if (a + 8 < rows) {
-            Py_ssize_t ahead = pick[a + 8];
-            __builtin_prefetch(P->tokens + ahead * k);
-            __builtin_prefetch(P->values + ahead * k);
-            __builtin_prefetch(P->usable + ahead * k);
+            prefetch_row(P, pick[a + 8]);
         }
         Py_ssize_t i = pick[a];
         int32_t hull[64];
@@ -2059,7 +2055,7 @@ typedef struct { int64_t v[14]; double upper; } Info;
 
 /* Row i's most valuable usable level, the lightest of those, the first of equals (k: delete, no level
    usable): its value, tokens, and whether another level is as valuable; *bad where a usable level has
-   negative tokens or no value (raw arrays; not where the scaling says so: trusted). */
+   negative tokens or no value (not where the width says none has: trusted). */
 static inline int best_level(const Problem *P, Py_ssize_t i, int trusted, int64_t *value, int64_t *tokens,
                              int *ties_out, int *bad_out) {
     Py_ssize_t k = P->k;
@@ -2083,11 +2079,12 @@ static inline int best_level(const Problem *P, Py_ssize_t i, int trusted, int64_
 
 #define FITS_SAMPLE 64  /* rows whose best levels say whether to try them all before the hulls */
 #define FITS_SURE 0.8   /* ... where they take at most this share of the budget */
-#define FITS_VECTOR 1.25 /* ... or this share where the best levels come from AVX-512 and every row would
-                            get a hull (no band): a pass that finds the budget binds then costs a few
-                            percent of the hulls it may spare (with the band, a fifth of the solve) */
+#define FITS_VECTOR 1.25 /* ... or this share where the best levels come from AVX-512 and no band's grid is
+                            drawn (every row gets a hull unless the tied split answers): a pass that finds the budget binds costs a
+                            few percent of the hulls it may spare (with the grid, a fifth of the solve) */
 
-/* The scaling's width says no usable level has negative tokens (nor, scaled, a value of 0). */
+/* The width (the scaling's, or raw_width's) says no usable level has negative tokens nor a value of 0 or
+   less. */
 static inline int width_trusted(const Problem *P) { return !(P->width >> 62); }
 
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
@@ -2131,7 +2128,7 @@ static inline int best_levels_vector(const Problem *P) {
 
 /* Whether the budget likely binds no row: FITS_SAMPLE rows spread over the input (every row of fewer),
    their bests' tokens scaled to all rows, within FITS_SURE of the budget (FITS_VECTOR where AVX-512 gives
-   the bests and every row would get a hull). A pass that finds the budget binds stops only once the
+   the bests and no band's grid is drawn). A pass that finds the budget binds stops only once the
    rows' bests pass it, near the end where they take about the budget (the uncorrelated class: with the
    band a fifth of the solve, wasted), so the rest wait for the hulls or the band, which tell it exactly
    (solve); a sample that misjudges costs time, never the answer. */

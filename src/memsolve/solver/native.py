@@ -24,17 +24,20 @@ def built() -> bool:
 
 # os.environ keeps its items encoded in a dict it updates (CPython); reading that dict spares every call
 # the KeyError os.environ.get raises and catches for a variable that is not set (a microsecond, a
-# tenth of a small solve_arrays call). Elsewhere os.environ.get reads it.
-_ENVIRON = getattr(os.environ, "_data", None)
+# tenth of a small solve_arrays call). Where os.environ is not that mapping (another Python, or one
+# replaced, as mock.patch("os.environ", ...) does), os.environ.get reads it.
 _SWITCH = "MEMSOLVE_KERNEL"
-_SWITCH_KEY = os.environ.encodekey(_SWITCH) if isinstance(_ENVIRON, dict) and hasattr(os.environ, "encodekey") else None
+_ENVIRON = os.environ
+_DATA = getattr(_ENVIRON, "_data", None)
+_FAST = isinstance(_DATA, dict) and hasattr(_ENVIRON, "encodekey") and hasattr(_ENVIRON, "decodevalue")
+_SWITCH_KEY = _ENVIRON.encodekey(_SWITCH) if _FAST else None
 
 
 def _switch() -> str:
-    if _SWITCH_KEY is None:
+    if not _FAST or os.environ is not _ENVIRON:
         return os.environ.get(_SWITCH, "")
-    raw = _ENVIRON.get(_SWITCH_KEY)
-    return "" if raw is None else os.environ.decodevalue(raw)
+    raw = _DATA.get(_SWITCH_KEY)
+    return "" if raw is None else _ENVIRON.decodevalue(raw)
 
 
 def enabled() -> bool:
