@@ -2080,8 +2080,9 @@ static inline int best_level(const Problem *P, Py_ssize_t i, int trusted, int64_
 #define FITS_SAMPLE 64  /* rows whose best levels say whether to try them all before the hulls */
 #define FITS_SURE 0.8   /* ... where they take at most this share of the budget */
 #define FITS_VECTOR 1.25 /* ... or this share where the best levels come from AVX-512 and no band's grid is
-                            drawn (every row gets a hull unless the tied split answers): a pass that finds the budget binds costs a
-                            few percent of the hulls it may spare (with the grid, a fifth of the solve) */
+                            drawn (every row gets a hull unless the tied split answers): a pass that finds
+                            the budget binds costs a few percent of the hulls it may spare (with the grid,
+                            a fifth of the solve) */
 
 /* The width (the scaling's, or raw_width's) says no usable level has negative tokens nor a value of 0 or
    less. */
