@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsolve.solver import kernel, make_instance, run, scale, solve_arrays
+from memsolve.solver import kernel, make_instance, native, run, scale, solve_arrays
 from memsolve.solver.dp import solve_dp
 
 from .helpers import kernel_matches_exhaustive_search
@@ -220,3 +220,25 @@ def test_even_tokens_and_an_odd_budget_are_the_instance_halved(n) -> None:
     expected = kernel.solve_kernel(plain, scale(plain))
     assert result.choice.tolist() == expected.choice.tolist() and result.search_states == expected.search_states
     assert solve_arrays(2 * tokens, utility, 2 * half + 1).choice.tolist() == expected.choice.tolist()
+
+
+@pytest.mark.parametrize("kind", ["strongly", "subset-sum", "weakly"])
+def test_the_order_of_many_tied_candidates_does_not_change_the_answer(kind) -> None:
+    """Past 16,384 candidates of one gap (every row tied) the kernel takes the first 64 by select_tied and
+    riffles the rest (_kernel.c: riffle) where quickselect scrambled them: the search, tie fill and tie
+    rule see another order; the allocation, V*, W*, kept levels and free rows are the same."""
+    native_kernel = native.module()
+    for n, share in ((16_500, 1.0), (20_000, 0.7)):
+        inst = _pisinger(kind, n, 11, r=1000)
+        inst = make_instance(inst.tokens, inst.utility, int(inst.budget * share))
+        found = []
+        for on in (True, False):
+            assert native_kernel.riffle(on) is on
+            try:
+                found.append(kernel.solve_kernel(inst, scale(inst)))
+            finally:
+                native_kernel.riffle(True)
+        riffled, scrambled = found
+        assert riffled.choice.tolist() == scrambled.choice.tolist() and riffled.keep.tolist() == scrambled.keep.tolist()
+        assert riffled.core.tolist() == scrambled.core.tolist() and riffled.tie_rule and scrambled.tie_rule
+        assert (riffled.value, riffled.tokens) == (scrambled.value, scrambled.tokens)

@@ -281,12 +281,12 @@ static void select_smallest(Candidate *a, size_t len, size_t m) {
    places. The rest keep their input order, where quickselect leaves them scrambled: the tie fill walks
    them for rows of either kind, and past about 16,000 candidates its longer walks along input-order runs
    cost more than the selection saves (strongly correlated 100,000 records: 1.04-1.10x the time; 10,000:
-   0.84-0.95). Returns 0 (nothing moved) where two gaps differ, m is past the heap's room or len past
-   TIED_SELECT_ROWS. */
+   0.84-0.95); there the caller riffles the rest (any_len; see riffle). Returns 0 (nothing moved) where
+   two gaps differ, m is past the heap's room or len past TIED_SELECT_ROWS (unless any_len). */
 #define TIED_SELECT 1024
 #define TIED_SELECT_ROWS 16384
-static int select_tied(Candidate *a, size_t len, size_t m) {
-    if (m == 0 || m > TIED_SELECT || m >= len || len > TIED_SELECT_ROWS) return 0;
+static int select_tied(Candidate *a, size_t len, size_t m, int any_len) {
+    if (m == 0 || m > TIED_SELECT || m >= len || (len > TIED_SELECT_ROWS && !any_len)) return 0;
     for (size_t c = 1; c < len; c++)
         if (a[c].gap != a[0].gap) return 0;
     uint64_t key[TIED_SELECT];
@@ -332,11 +332,26 @@ static int select_tied(Candidate *a, size_t len, size_t m) {
     return 1;
 }
 
+/* a[0..len) riffled into spare from RIFFLE_WAYS equal runs, one candidate of each in turn: input-order runs
+   of either kind of row (the tie fill's, the greedy fill's) come interleaved, by sequential reads, where
+   quickselect's scrambling cost 8-25 cycles a candidate (strongly / subset-sum 20,000-50,000 records:
+   0.76-0.90 of the time with select_tied and this; 100,000 within noise) */
+#define RIFFLE_WAYS 8
+static int riffle_tied = 1;  /* tests switch it off (kernel.riffle): quickselect then orders the candidates */
+static void riffle(const Candidate *a, size_t len, Candidate *spare) {
+    size_t part = (len + RIFFLE_WAYS - 1) / RIFFLE_WAYS, out = 0;
+    for (size_t j = 0; j < part; j++)
+        for (size_t w = 0; w < RIFFLE_WAYS; w++) {
+            size_t at = w * part + j;
+            if (at < len) spare[out++] = a[at];
+        }
+}
+
 /* Sorts the next chunk of cand[sorted..end), smallest gaps first; returns the end of the sorted prefix. */
 static size_t sort_chunk(Candidate *cand, size_t sorted, size_t end) {
     size_t remaining = end - sorted, chunk = sorted < 64 ? 64 : sorted;
     if (remaining > chunk) {
-        if (!select_tied(cand + sorted, remaining, chunk)) select_smallest(cand + sorted, remaining, chunk);
+        if (!select_tied(cand + sorted, remaining, chunk, 0)) select_smallest(cand + sorted, remaining, chunk);
     } else chunk = remaining;
     qsort(cand + sorted, chunk, sizeof(Candidate), compare_candidates);
     return sorted + chunk;
@@ -928,7 +943,7 @@ enum { W_HULL, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_
        W_CAND, W_GREEDY, W_BAND, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
        W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_UTIL, W_REF, W_LOSS_ALLOC, W_ROW_BEST, W_TIED_MASK, W_KEEP_MASK,
        W_LP_INC, W_LP_SUMS, W_LEAD_SUMS, W_SECOND, W_SAMPLE, W_ORDER, W_GRID_BEST, W_GRID_SECOND, W_GRID_TIES,
-       W_CUT_LIGHT, W_CUT_VALUES, W_CUT_USABLE, W_CUT_HULL, W_CUT_HW, W_CUT_INC, W_SLOTS };
+       W_CUT_LIGHT, W_CUT_VALUES, W_CUT_USABLE, W_CUT_HULL, W_CUT_HW, W_CUT_INC, W_SPARE, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
 static Vec ws_states = {NULL, 0, 0, sizeof(State)}, ws_layer_start = {NULL, 0, 0, sizeof(size_t)};
@@ -2490,7 +2505,18 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
         }
     /* rows are taken in order of their gap; sorting all of them would cost more than the whole
        search, so the order is built a chunk at a time as the search reaches it */
-    size_t sorted = sort_chunk(cand, 0, n_cand);  /* (every candidate passes the filter now) */
+    size_t sorted;  /* (every candidate passes the filter now) */
+    if (riffle_tied && n_cand > TIED_SELECT_ROWS && select_tied(cand, n_cand, 64, 1)) {
+        /* the first chunk of many tied candidates by select_tied, the rest riffled into a second buffer,
+           which becomes the candidates' */
+        Candidate *spare = scratch(W_SPARE, n_cand, sizeof(Candidate));
+        if (!spare) goto done;
+        memcpy(spare, cand, 64 * sizeof(Candidate));
+        riffle(cand + 64, n_cand - 64, spare + 64);
+        cand = spare;
+        qsort(cand, 64, sizeof(Candidate), compare_candidates);
+        sorted = 64;
+    } else sorted = sort_chunk(cand, 0, n_cand);
     memcpy(greedy_opt, floor_opt, sizeof(int32_t) * (size_t)n);
     inc_v = floor_v; inc_w = floor_w;
     for (size_t c = 0; c < n_cand && inc_w < P->capacity; c++) {  /* the sorted chunk first */
@@ -3888,6 +3914,15 @@ static PyObject *kernel_vector_scaling(PyObject *self, PyObject *args) {
 #endif
 }
 
+/* Tests: riffle(on) switches the riffled order of many tied candidates (else quickselect's); returns it. */
+static PyObject *kernel_riffle(PyObject *self, PyObject *args) {
+    (void)self;
+    int on;
+    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
+    riffle_tied = on;
+    return PyBool_FromLong(riffle_tied);
+}
+
 /* Tests: grid(mode) sets the band's grid: 0 none (the band as without AVX-512), 1 AVX-512 where the CPU
    has it (else none), 2 the twin in plain C, -1 as the CPU says (the default); returns the mode now in
    force. */
@@ -4397,6 +4432,8 @@ static PyMethodDef methods[] = {
      "vector_scaling(on) -> whether scaling takes four levels at a time (AVX2) after the call (tests)"},
     {"tied_rows", kernel_tied_rows, METH_VARARGS,
      "tied_rows(n, k, tokens, values, usable, p, q, vector, out) -> None: the tied split's numbers a row (tests)"},
+    {"riffle", kernel_riffle, METH_VARARGS,
+     "riffle(on) -> whether many tied candidates are riffled (else ordered by quickselect) after the call (tests)"},
     {"grid", kernel_grid, METH_VARARGS,
      "grid(mode) -> the band's grid after the call: 0 none, 1 AVX-512, 2 plain C; -1 as the CPU says (tests)"},
     {NULL, NULL, 0, NULL},
