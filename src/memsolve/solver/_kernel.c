@@ -58,6 +58,11 @@ static inline int64_t round_to_int64(double x) { return _mm_cvtsd_si64(_mm_set_s
 #else
 static inline int64_t round_to_int64(double x) { return (int64_t)rint(x); }
 #endif
+/* x86-64 with GCC or Clang: the AVX2 and AVX-512 passes, each taken where the CPU has it (asked at run time) */
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#define X86_VECTORS 1
+#include <immintrin.h>
+#endif
 
 typedef __int128 i128;
 
@@ -348,8 +353,9 @@ static void riffle(const Candidate *a, size_t len, Candidate *spare) {
 }
 
 /* Sorts the next chunk of cand[sorted..end), smallest gaps first; returns the end of the sorted prefix. */
+#define FIRST_CHUNK 64  /* the candidates sorted first; each later chunk doubles the sorted prefix */
 static size_t sort_chunk(Candidate *cand, size_t sorted, size_t end) {
-    size_t remaining = end - sorted, chunk = sorted < 64 ? 64 : sorted;
+    size_t remaining = end - sorted, chunk = sorted < FIRST_CHUNK ? FIRST_CHUNK : sorted;
     if (remaining > chunk) {
         if (!select_tied(cand + sorted, remaining, chunk, 0)) select_smallest(cand + sorted, remaining, chunk);
     } else chunk = remaining;
@@ -1197,7 +1203,7 @@ typedef struct {
 static int grid_vectors = -1;
 
 static int grid_on(void) {
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#ifdef X86_VECTORS
     if (grid_vectors < 0)
         grid_vectors = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
                        && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
@@ -1282,8 +1288,7 @@ static void grid_pass_plain(const Problem *P, const Grid *g, GridPass *out) {
     }
 }
 
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
+#ifdef X86_VECTORS
 /* grid_pass_plain with the 8 multipliers in the lanes of AVX-512 registers: the same numbers */
 __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) static void grid_pass_avx512(const Problem *P,
                                                                                            const Grid *g,
@@ -1331,7 +1336,7 @@ __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) static void grid_p
 #endif
 
 static void grid_pass(const Problem *P, const Grid *g, GridPass *out) {
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#ifdef X86_VECTORS
     if (grid_on() == 1) { grid_pass_avx512(P, g, out); return; }
 #endif
     grid_pass_plain(P, g, out);
@@ -1524,6 +1529,12 @@ static int choose_band(const Problem *P, Increment *top, Increment *bottom, Grid
     return sample_band(P, rows < 1024 ? 1024 : rows > 16384 ? 16384 : rows, 0, top, bottom, grid);
 }
 
+/* The c-th row in the band's order (banded_split): the in_band rows in it, then the others, written from
+   the back. */
+static inline Py_ssize_t band_order(const int32_t *order, Py_ssize_t in_band, Py_ssize_t n, Py_ssize_t c) {
+    return c < in_band ? order[c] : order[n - 1 - (c - in_band)];
+}
+
 /* Phase 1's hulls and split with the band (narrowed by the grid where one is drawn): 1 with the split in
    *split and the tokens of the increments more efficient than it in *above (rows left without a hull:
    hull_len -1, their floor option in floor_opt and the option second to it at both ends of the band in
@@ -1696,7 +1707,7 @@ static inline void tied_write(const Problem *P, Py_ssize_t i, const TiedRows *ou
     *heavy_w += option_w(P, i, heaviest);
 }
 
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#ifdef X86_VECTORS
 /* tied_row64 with the row's levels (at most 7) and delete (lane k) in the lanes of an AVX-512 register:
    the same numbers, from reductions over the lanes in place of the branches (the lightest best option:
    the least of tokens * 64 + option, which puts a usable level of nothing before delete as tied_row64
@@ -1782,7 +1793,7 @@ static int tied_split(const Problem *P, int *hull_len, int32_t *floor_opt, int8_
     int64_t light_w = 0, heavy_w = 0;  /* the tokens of the rows' lightest and heaviest best options */
     uint64_t pq = (uint64_t)P->p | (uint64_t)P->q;
     int bits = pq ? 64 - __builtin_clzll(pq) : 0;
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#ifdef X86_VECTORS
     if (grid_on() == 1 && P->k <= 7) {
         int64_t sums[2];
         tied_rows_avx512(P, bits, &out, sums);
@@ -2103,7 +2114,7 @@ static inline int best_level(const Problem *P, Py_ssize_t i, int trusted, int64_
    less. */
 static inline int width_trusted(const Problem *P) { return !(P->width >> 62); }
 
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#ifdef X86_VECTORS
 /* fits_all's first pass, a row's levels (at most 8) in the lanes of an AVX-512 register: best_level's
    pick from reductions (the most valuable usable level; of those the least tokens * 64 + level, the
    lightest and the first of equals), for rows best_levels_vector admits. Returns 0, or -1 as soon as
@@ -2174,7 +2185,7 @@ static long fits_all(const Problem *P, int64_t *choice, uint8_t *keep, int64_t *
     /* choice[i] holds the pick and, past bit 32, whether another level is as valuable, until the
        second pass */
     Py_ssize_t first = 0;
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#ifdef X86_VECTORS
     if (best_levels_vector(P)) {
         if (best_levels_avx512(P, choice, &used, &worth) < 0) return -1;
         first = n;
@@ -2372,12 +2383,12 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
        have no increment as efficient as lambda), in input order either way. */
     int by_band = banded == 1, far = by_band && far_rows(P);
     for (Py_ssize_t c = 0; c < n; c++) {
-        Py_ssize_t i = !by_band ? c : c < in_band ? order[c] : order[n - 1 - (c - in_band)];
+        Py_ssize_t i = by_band ? band_order(order, in_band, n, c) : c;
         size_t at = (size_t)i * (size_t)(k + 1);
         /* in the band's order the rows' levels come out of input order, past the reach of the hardware's
            prefetch (100,000 records: the loads of the rows outside the band were a third of this pass) */
         if (far && c + PREFETCH_ROWS < n) {
-            Py_ssize_t c2 = c + PREFETCH_ROWS, j = c2 < in_band ? order[c2] : order[n - 1 - (c2 - in_band)];
+            Py_ssize_t c2 = c + PREFETCH_ROWS, j = band_order(order, in_band, n, c2);
             prefetch_row(P, j);
             if (c2 < in_band) {  /* (its hull too) */
                 __builtin_prefetch(hull_len + j);
@@ -2506,16 +2517,16 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
     /* rows are taken in order of their gap; sorting all of them would cost more than the whole
        search, so the order is built a chunk at a time as the search reaches it */
     size_t sorted;  /* (every candidate passes the filter now) */
-    if (riffle_tied && n_cand > TIED_SELECT_ROWS && select_tied(cand, n_cand, 64, 1)) {
+    if (riffle_tied && n_cand > TIED_SELECT_ROWS && select_tied(cand, n_cand, FIRST_CHUNK, 1)) {
         /* the first chunk of many tied candidates by select_tied, the rest riffled into a second buffer,
            which becomes the candidates' */
         Candidate *spare = scratch(W_SPARE, n_cand, sizeof(Candidate));
         if (!spare) goto done;
-        memcpy(spare, cand, 64 * sizeof(Candidate));
-        riffle(cand + 64, n_cand - 64, spare + 64);
+        memcpy(spare, cand, FIRST_CHUNK * sizeof(Candidate));
+        riffle(cand + FIRST_CHUNK, n_cand - FIRST_CHUNK, spare + FIRST_CHUNK);
         cand = spare;
-        qsort(cand, 64, sizeof(Candidate), compare_candidates);
-        sorted = 64;
+        qsort(cand, FIRST_CHUNK, sizeof(Candidate), compare_candidates);
+        sorted = FIRST_CHUNK;
     } else sorted = sort_chunk(cand, 0, n_cand);
     memcpy(greedy_opt, floor_opt, sizeof(int32_t) * (size_t)n);
     inc_v = floor_v; inc_w = floor_w;
@@ -3573,9 +3584,7 @@ static int scale_usual(Py_ssize_t n, Py_ssize_t k, const int64_t *t, const doubl
     return refused;
 }
 
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
-#define VECTOR_SCALING 1
-#include <immintrin.h>
+#ifdef X86_VECTORS
 /* Four usable flags (bits of a movemask) as four bytes, little-endian. */
 static const uint32_t FLAG_BYTES[16] = {
     0x00000000u, 0x00000001u, 0x00000100u, 0x00000101u, 0x00010000u, 0x00010001u, 0x00010100u, 0x00010101u,
@@ -3692,7 +3701,7 @@ static int scale_values(Py_ssize_t n, Py_ssize_t k, const int64_t *t, const doub
     size_t cells = (size_t)n * (size_t)k;
     const double usual = 1000000.0, room = 4503599627370496.0;  /* 2**52 */
     int refused, bests = 1;
-#ifdef VECTOR_SCALING
+#ifdef X86_VECTORS
     if (vectors_on()) {
         double positive;
         refused = scale_usual_avx2(cells, t, u, mask, budget, price, max_utility, usual, values, usable, width,
@@ -3709,7 +3718,7 @@ static int scale_values(Py_ssize_t n, Py_ssize_t k, const int64_t *t, const doub
     if (check && refused) return -1;
     double factor = usual;
     if (bests) {
-#ifdef VECTOR_SCALING
+#ifdef X86_VECTORS
         /* the rows' bests from the scalar pass, which also writes the same values, flags and width again
            (only where the factor is in doubt, mostly followed by the second pass below anyway) */
         if (vectors_on())
@@ -3905,7 +3914,7 @@ static PyObject *kernel_vector_scaling(PyObject *self, PyObject *args) {
     (void)self;
     int on;
     if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
-#ifdef VECTOR_SCALING
+#ifdef X86_VECTORS
     vector_scaling = on && __builtin_cpu_supports("avx2");
     return PyBool_FromLong(vector_scaling);
 #else
@@ -4219,7 +4228,7 @@ static PyObject *kernel_tied_rows(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "tied_rows takes n >= 0, 0 <= k <= 7, p >= 0, q > 0");
         return NULL;
     }
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#ifdef X86_VECTORS
     if (vector && grid_on() != 1) {
 #else
     if (vector) {
@@ -4242,7 +4251,7 @@ static PyObject *kernel_tied_rows(PyObject *self, PyObject *args) {
         uint64_t mask;
         int light, heaviest, options;
         if (vbits > 61 || !narrow_row(&P, i, vbits)) { refused = 1; break; }
-#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#ifdef X86_VECTORS
         if (vector) tied_row_vector(&P, i, &best, &second, &mask, &light, &heaviest, &options);
         else
 #endif
