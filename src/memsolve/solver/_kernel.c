@@ -388,15 +388,11 @@ typedef struct {
     Candidate rank[RANKED];  /* gap field: the key, -efficiency (next) or efficiency (into R) */
     Increment inc[RANKED];
     size_t len, offered;
+    size_t first;            /* once sorted (rank_finish): no ranked row before it is outside the search */
     int largest;             /* 1: "next" increments (the extreme is the most efficient) */
     int has_outside;
     Increment outside;       /* the exact extreme of the increments turned away or evicted */
 } Ranking;
-
-static void swap_ranked(Ranking *rk, size_t a, size_t b) {
-    Candidate c = rk->rank[a]; rk->rank[a] = rk->rank[b]; rk->rank[b] = c;
-    Increment x = rk->inc[a]; rk->inc[a] = rk->inc[b]; rk->inc[b] = x;
-}
 
 /* An increment leaves (or never enters) the ranking: the most extreme of those is kept exactly,
    so the bound over rows outside the ranking needs no multiplier (see extreme). */
@@ -420,14 +416,15 @@ static inline int rank_after(double key, Py_ssize_t row, const Candidate *c) {
 static void rank_offer(Ranking *rk, double key, Py_ssize_t row, Increment inc) {
     rk->offered++;
     size_t at;
-    if (rk->len < RANKED) {
+    if (rk->len < RANKED) {  /* sift up: the parents after the new row move down into its hole */
         at = rk->len++;
-        rk->rank[at] = (Candidate){key, row};
-        rk->inc[at] = inc;
-        while (at > 0 && rank_after(rk->rank[at].gap, rk->rank[at].row, &rk->rank[(at - 1) / 2])) {
-            swap_ranked(rk, at, (at - 1) / 2);
+        while (at > 0 && rank_after(key, row, &rk->rank[(at - 1) / 2])) {
+            rk->rank[at] = rk->rank[(at - 1) / 2];
+            rk->inc[at] = rk->inc[(at - 1) / 2];
             at = (at - 1) / 2;
         }
+        rk->rank[at] = (Candidate){key, row};
+        rk->inc[at] = inc;
         return;
     }
     if (rank_after(key, row, &rk->rank[0])) {
@@ -436,17 +433,18 @@ static void rank_offer(Ranking *rk, double key, Py_ssize_t row, Increment inc) {
         return;
     }
     rank_outside(rk, &rk->inc[0]);
-    rk->rank[0] = (Candidate){key, row};
-    rk->inc[0] = inc;
-    at = 0;
+    at = 0;  /* sift down from the root: the later child moves up into the hole while it comes after the row */
     for (;;) {
-        size_t l = 2 * at + 1, r = l + 1, top = at;
-        if (l < rk->len && rank_after(rk->rank[l].gap, rk->rank[l].row, &rk->rank[top])) top = l;
-        if (r < rk->len && rank_after(rk->rank[r].gap, rk->rank[r].row, &rk->rank[top])) top = r;
-        if (top == at) break;
-        swap_ranked(rk, at, top);
+        size_t l = 2 * at + 1, r = l + 1, top = l;
+        if (l >= rk->len) break;
+        if (r < rk->len && rank_after(rk->rank[r].gap, rk->rank[r].row, &rk->rank[l])) top = r;
+        if (!rank_after(rk->rank[top].gap, rk->rank[top].row, &(Candidate){key, row})) break;
+        rk->rank[at] = rk->rank[top];
+        rk->inc[at] = rk->inc[top];
         at = top;
     }
+    rk->rank[at] = (Candidate){key, row};
+    rk->inc[at] = inc;
 }
 
 /* rank_offer, with its usual outcome (turned away, and not past the outside extreme in floating
@@ -480,15 +478,19 @@ static void rank_finish(Ranking *rk) {
         RankedRow *t = from; from = to; to = t;
     }
     for (size_t a = 0; a < len; a++) { rk->rank[a] = from[a].c; rk->inc[a] = from[a].inc; }
+    rk->first = 0;
 }
 
 /* The extreme efficiency over the rows not yet searched, `largest` for "next" increments: the
    ranked rows' not yet searched, or the exact extreme of those outside the ranking (which may
    include searched rows: a bound no less safe, and tighter than the multiplier). Returns -1
-   when no row is left at all. */
-static int extreme(const Ranking *rk, const unsigned char *searched, int largest, Increment *out) {
+   when no row is left at all. The ranked rows are sorted extreme first (rank_finish) and rows only
+   join the search, so the extreme is among the first not searched and those of its key (rounding
+   is monotone: a later key is a less extreme efficiency), the first of the exactly equal. */
+static int extreme(Ranking *rk, const unsigned char *searched, int largest, Increment *out) {
     int found = 0;
-    for (size_t a = 0; a < rk->len; a++) {
+    while (rk->first < rk->len && searched[rk->rank[rk->first].row]) rk->first++;
+    for (size_t a = rk->first; a < rk->len && rk->rank[a].gap == rk->rank[rk->first].gap; a++) {
         if (searched[rk->rank[a].row]) continue;
         int better = !found || (largest ? compare_efficiency(&rk->inc[a], out) > 0
                                         : compare_efficiency(&rk->inc[a], out) < 0);
@@ -797,6 +799,59 @@ static inline int merge_next(Merge *m, int64_t *w, int64_t *v, size_t *at) {
     }
 }
 
+/* A point of a merged layer: tokens, value, the index in the layer of the point it shifts, the copy. */
+typedef struct { int64_t w, v; size_t at; int32_t pick; } Merged;
+
+/* Every undominated point of the merge, in order, into out (room for the layer's points times the
+   copies): returns how many. Two copies (nearly every merge on memory-shaped rows, once the bound
+   has cut a row's options) are merged with both cursors in registers, a third of merge_next's time
+   a point; the points and their order are merge_next's (of equal points, the first copy's). */
+static size_t merge_all(Merge *m, Merged *out) {
+    size_t len = 0;
+    if (m->s == 2 && !m->primed) {
+        size_t size = m->size;
+        const char *p0 = m->layer + m->from * size, *p1 = p0, *end = m->layer + m->to * size;
+        int64_t dw0 = m->shift[0].dw, dv0 = m->shift[0].dv, dw1 = m->shift[1].dw, dv1 = m->shift[1].dv;
+        int64_t maxv = 0;
+        size_t c0 = m->from, c1 = m->from;
+        int started = 0;
+        while (p0 < end && p1 < end) {
+            int64_t w0 = ((const int64_t *)p0)[0] + dw0, v0 = ((const int64_t *)p0)[1] + dv0;
+            int64_t w1 = ((const int64_t *)p1)[0] + dw1, v1 = ((const int64_t *)p1)[1] + dv1;
+            int second = (w1 < w0) | ((w1 == w0) & (v1 > v0));
+            int64_t w = second ? w1 : w0, v = second ? v1 : v0;
+            out[len] = (Merged){w, v, second ? c1 : c0, second};
+            int kept = !started | (v > maxv);  /* else dominated: no more value for no fewer tokens */
+            len += (size_t)kept;
+            maxv = kept ? v : maxv;
+            started = 1;
+            size_t step0 = second ? 0 : size;
+            p0 += step0;
+            p1 += size - step0;
+            c0 += (size_t)!second;
+            c1 += (size_t)second;
+        }
+        int last = p0 < end ? 0 : 1;  /* the copy with points left */
+        int64_t dw = last ? dw1 : dw0, dv = last ? dv1 : dv0;
+        size_t c = last ? c1 : c0;
+        for (const char *q = last ? p1 : p0; q < end; q += size, c++) {
+            int64_t v = ((const int64_t *)q)[1] + dv;
+            if (started && v <= maxv) continue;
+            out[len++] = (Merged){((const int64_t *)q)[0] + dw, v, c, last};
+            maxv = v;
+            started = 1;
+        }
+        return len;
+    }
+    for (;;) {
+        Merged *point = out + len;
+        int pick = merge_next(m, &point->w, &point->v, &point->at);
+        if (pick < 0) return len;
+        point->pick = pick;
+        len++;
+    }
+}
+
 /* Adds a point (heavier and more valuable than the last) to an upper hull of h vertices,
    first removing the vertices it makes non-convex; returns the new vertex count. */
 static inline int push_vertex(int32_t *hull, int64_t *hw, int64_t *hv, int h, int32_t o, int64_t w, int64_t v) {
@@ -949,7 +1004,7 @@ enum { W_HULL, W_HULL_LEN, W_FLOOR_POS, W_FLOOR_OPT, W_INC, W_GAP, W_HAS_ALT, W_
        W_CAND, W_GREEDY, W_BAND, W_TAIL, W_TOP, W_LEAD, W_VALUES, W_USABLE, W_KEEP, W_CORE, W_BEST,
        W_TIE, W_FILL, W_REACHED, W_TIED, W_BIT_LO, W_BIT_AT, W_BITS, W_UTIL, W_REF, W_LOSS_ALLOC, W_ROW_BEST, W_TIED_MASK, W_KEEP_MASK,
        W_LP_INC, W_LP_SUMS, W_LEAD_SUMS, W_SECOND, W_SAMPLE, W_ORDER, W_GRID_BEST, W_GRID_SECOND, W_GRID_TIES,
-       W_CUT_LIGHT, W_CUT_VALUES, W_CUT_USABLE, W_CUT_HULL, W_CUT_HW, W_CUT_INC, W_SPARE, W_SLOTS };
+       W_CUT_LIGHT, W_CUT_VALUES, W_CUT_USABLE, W_CUT_HULL, W_CUT_HW, W_CUT_INC, W_SPARE, W_MERGED, W_SLOTS };
 static void *ws_buffer[W_SLOTS];
 static size_t ws_size[W_SLOTS];
 static Vec ws_states = {NULL, 0, 0, sizeof(State)}, ws_layer_start = {NULL, 0, 0, sizeof(size_t)};
@@ -2858,12 +2913,13 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
         if (vec_reserve(&states, count * (size_t)merge.s)) goto done;
         State *st = states.a;
         merge.layer = (const char *)st;
-        for (;;) {
-            int64_t bw, bv;
-            size_t parent;
-            int pick = merge_next(&merge, &bw, &bv, &parent);
-            if (pick < 0) break;
-            int32_t option = merge.shift[pick].option;
+        Merged *points = scratch(W_MERGED, count * (size_t)merge.s + 1, sizeof(Merged));
+        if (!points) goto done;
+        size_t n_points = merge_all(&merge, points);
+        for (size_t e = 0; e < n_points; e++) {
+            int64_t bw = points[e].w, bv = points[e].v;
+            size_t parent = points[e].at;
+            int32_t option = merge.shift[points[e].pick].option;
             int64_t tw = floor_w + bw, tv = floor_v + bv;
             if (tw <= P->capacity && (tv > inc_v || (tv == inc_v && tw < inc_w))) {
                 inc_v = tv; inc_w = tw;
@@ -3188,10 +3244,11 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
                 /* the rows s..j-1 between the tail's start and this layer complete it to T_s */
                 int64_t lo_w = tw - (max_w[s] - max_w[j]), hi_w = tw - (min_w[s] - min_w[j]);
                 int64_t lo_v = tv - (max_v[s] - max_v[j]), hi_v = tv - (min_v[s] - min_v[j]);
-                for (;;) {
-                    int64_t bw, bv;
-                    size_t at;
-                    if (merge_next(&merge, &bw, &bv, &at) < 0) break;
+                Merged *points = scratch(W_MERGED, count * (size_t)merge.s + 1, sizeof(Merged));
+                if (!points) goto done;
+                size_t n_points = merge_all(&merge, points);
+                for (size_t e = 0; e < n_points; e++) {
+                    int64_t bw = points[e].w, bv = points[e].v;
                     if (bw > room || bw < lo_w || bw > hi_w || bv < lo_v || bv > hi_v) continue;
                     i128 bound = base + (i128)P->q * bv - (i128)P->p * bw;
                     if (!can_match(P, bound, best_v, best_w)) continue;
