@@ -145,17 +145,6 @@ static inline int group_of(const Increment *x, const Increment *top, const Incre
     return compare_efficiency(x, top) > 0 ? 0 : compare_efficiency(x, bottom) >= 0 ? 1 : 2;
 }
 
-/* One pass that keeps the increments on one side of, or between, two pivots. */
-static size_t keep_group(Increment *inc, size_t m, const Increment *top, const Increment *bottom, int group) {
-    size_t out = 0;
-    for (size_t i = 0; i < m; i++) {
-        Increment x = inc[i];
-        inc[out] = x;
-        out += group_of(&x, top, bottom) == group;
-    }
-    return out;
-}
-
 /* The increment at which taking increments in decreasing efficiency first exceeds cap (total:
    their summed tokens; band: scratch for m increments). Returns 0 when everything fits; else
    *above is the tokens of the increments strictly more efficient than the split. */
@@ -191,15 +180,18 @@ static int split_increment(Increment *inc, size_t m, int64_t cap, int64_t total,
            of a smaller range: quickselect's three-way pass takes such a block at once */
         if (len <= 4096 && compare_efficiency(&top, &bottom) == 0) break;
         int64_t w_above = 0, w_band = 0;
-        size_t n_above = 0, n_band = 0;
+        size_t n_above = 0, n_band = 0, n_below = 0;
         /* without branches (the groups come in no order): the band copied from the front of
-           `band`, the increments above it from the back, in reverse, for the round's choice */
+           `band`, the increments above it from the back, in reverse, and those below it to the
+           front of the range in place (behind the pass: n_below <= i - lo), for the round's choice */
         for (size_t i = lo; i < hi; i++) {
             Increment x = inc[i];
             int g = group_of(&x, &top, &bottom);
             uint64_t is_above = (uint64_t)(g == 0), is_band = (uint64_t)(g == 1);
             band[n_band] = x;  /* kept only when it is in the band */
             band[len - 1 - n_above] = x;  /* kept only when it is above (n_band + n_above <= i - lo) */
+            inc[lo + n_below] = x;  /* kept only when it is below */
+            n_below += g == 2;
             w_above += (int64_t)((uint64_t)x.ds & (0 - is_above));
             n_above += is_above;
             w_band += (int64_t)((uint64_t)x.ds & (0 - is_band));
@@ -209,13 +201,12 @@ static int split_increment(Increment *inc, size_t m, int64_t cap, int64_t total,
         if (taken + w_above > cap) group = 0, total = w_above;
         else if (taken + w_above + w_band > cap) group = 1, taken += w_above, total = w_band;
         else group = 2, taken += w_above + w_band, total -= w_above + w_band;
-        size_t kept = group == 1 ? n_band : group == 0 ? n_above : len - n_above - n_band;
-        if (kept == len) break;  /* no progress (a block of equal efficiencies): quickselect */
+        size_t kept = group == 1 ? n_band : group == 0 ? n_above : n_below;
         if (group == 1) memcpy(inc + lo, band, n_band * sizeof(Increment));
         else if (group == 0)
             for (size_t a = 0; a < n_above; a++) inc[lo + a] = band[len - 1 - a];  /* in their order */
-        else keep_group(inc + lo, len, &top, &bottom, group);
-        hi = lo + kept;
+        hi = lo + kept;  /* (group 2: already in place) */
+        if (kept == len) break;  /* no progress (a block of equal efficiencies): quickselect */
     }
     while (hi > lo) {
         Increment pivot = inc[lo + next_random(&seed) % (hi - lo)];
