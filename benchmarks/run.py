@@ -52,10 +52,11 @@ MCKNAP_SIZES = (1000, 10000, 100000)
 MCKNAP_ARGSORT_MS = (0.17, 2.3, 30.0)
 
 # The argsort again in a child process with numpy's AVX-512 code paths switched off (with memsolve's
-# solve_arrays, timed in turn with it): where numpy sorts with AVX-512 (x86-simd-sort), its argsort is
-# 2-4x faster at 1k and 10k than the issue's, which lie nearer numpy's AVX2 path on such a machine;
-# mcknap's scalar code gains nothing from it. Shown beside the issue's scaling, which stays the rule the
-# table is judged by.
+# solve_arrays, timed in turn with it): numpy's AVX-512 sort (x86-simd-sort) moves the argsort far more
+# than mcknap's scalar code moves between machines: 2.4-4.3x faster than the issue's on one AMD EPYC seen
+# here, and on a Zen 4 EPYC (family 25, model 17), whose compressing stores are slow, 2.7x slower than
+# numpy's AVX2 path there (and about the issue's own times). Shown beside the issue's scaling, which stays
+# the rule the table is judged by.
 _ARGSORT_CHILD = """
 import sys
 import numpy as np
