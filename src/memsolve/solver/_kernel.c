@@ -792,55 +792,73 @@ static inline int merge_next(Merge *m, int64_t *w, int64_t *v, size_t *at) {
 
 /* A point of a merged layer: tokens, value, the index in the layer of the point it shifts, the copy. */
 typedef struct { int64_t w, v; size_t at; int32_t pick; } Merged;
+#define MERGE_CHUNK 1024  /* points merge_all hands over at a time (32 KB: they are read back from L1) */
+static size_t merge_chunk = MERGE_CHUNK;  /* tests set it as low as 1 (kernel.merge_chunk) */
 
-/* Every undominated point of the merge, in order, into out (room for the layer's points times the
-   copies): returns how many. Two copies (nearly every merge on memory-shaped rows, once the bound
-   has cut a row's options) are merged with both cursors in registers, a third of merge_next's time
-   a point; the points and their order are merge_next's (of equal points, the first copy's). */
-static size_t merge_all(Merge *m, Merged *out) {
-    size_t len = 0;
-    if (m->s == 2 && !m->primed) {
-        size_t size = m->size;
-        const char *p0 = m->layer + m->from * size, *p1 = p0, *end = m->layer + m->to * size;
-        int64_t dw0 = m->shift[0].dw, dv0 = m->shift[0].dv, dw1 = m->shift[1].dw, dv1 = m->shift[1].dv;
-        int64_t maxv = 0;
-        size_t c0 = m->from, c1 = m->from;
-        int started = 0;
-        while (p0 < end && p1 < end) {
-            int64_t w0 = ((const int64_t *)p0)[0] + dw0, v0 = ((const int64_t *)p0)[1] + dv0;
-            int64_t w1 = ((const int64_t *)p1)[0] + dw1, v1 = ((const int64_t *)p1)[1] + dv1;
-            int second = (w1 < w0) | ((w1 == w0) & (v1 > v0));
-            int64_t w = second ? w1 : w0, v = second ? v1 : v0;
-            out[len] = (Merged){w, v, second ? c1 : c0, second};
-            int kept = !started | (v > maxv);  /* else dominated: no more value for no fewer tokens */
-            len += (size_t)kept;
-            maxv = kept ? v : maxv;
-            started = 1;
-            size_t step0 = second ? 0 : size;
-            p0 += step0;
-            p1 += size - step0;
-            c0 += (size_t)!second;
-            c1 += (size_t)second;
-        }
-        int last = p0 < end ? 0 : 1;  /* the copy with points left */
+/* merge_all's two copies (see there); `bounded`: stop at room points (a constant where inlined: a
+   merge that fits the room runs without the test, which slowed the loop by a twentieth). */
+static inline __attribute__((always_inline)) size_t merge_two(Merge *m, Merged *out, size_t room, int bounded) {
+    size_t len = 0, size = m->size, c0 = m->cursor[0], c1 = m->cursor[1];
+    const char *p0 = m->layer + c0 * size, *p1 = m->layer + c1 * size, *end = m->layer + m->to * size;
+    int64_t dw0 = m->shift[0].dw, dv0 = m->shift[0].dv, dw1 = m->shift[1].dw, dv1 = m->shift[1].dv;
+    int64_t maxv = m->maxv;
+    int started = m->started;
+    while ((!bounded || len < room) && p0 < end && p1 < end) {
+        int64_t w0 = ((const int64_t *)p0)[0] + dw0, v0 = ((const int64_t *)p0)[1] + dv0;
+        int64_t w1 = ((const int64_t *)p1)[0] + dw1, v1 = ((const int64_t *)p1)[1] + dv1;
+        int second = (w1 < w0) | ((w1 == w0) & (v1 > v0));
+        int64_t w = second ? w1 : w0, v = second ? v1 : v0;
+        out[len] = (Merged){w, v, second ? c1 : c0, second};
+        int kept = !started | (v > maxv);  /* else dominated: no more value for no fewer tokens */
+        len += (size_t)kept;
+        maxv = kept ? v : maxv;
+        started = 1;
+        size_t step0 = second ? 0 : size;
+        p0 += step0;
+        p1 += size - step0;
+        c0 += (size_t)!second;
+        c1 += (size_t)second;
+    }
+    if (p0 >= end || p1 >= end) {  /* one copy used up: the other's points left */
+        int last = p0 < end ? 0 : 1;
         int64_t dw = last ? dw1 : dw0, dv = last ? dv1 : dv0;
+        const char *q = last ? p1 : p0;
         size_t c = last ? c1 : c0;
-        for (const char *q = last ? p1 : p0; q < end; q += size, c++) {
+        for (; q < end && (!bounded || len < room); q += size, c++) {
             int64_t v = ((const int64_t *)q)[1] + dv;
             if (started && v <= maxv) continue;
             out[len++] = (Merged){((const int64_t *)q)[0] + dw, v, c, last};
             maxv = v;
             started = 1;
         }
-        return len;
+        if (last) c1 = c; else c0 = c;
     }
-    for (;;) {
+    m->cursor[0] = c0;
+    m->cursor[1] = c1;
+    m->maxv = maxv;
+    m->started = started;
+    return len;
+}
+
+/* The merge's next undominated points, in order, into out (at most room, room >= 1): returns how
+   many, 0 once all are used up. Two copies (nearly every merge on memory-shaped rows, once the bound
+   has cut a row's options) are merged with both cursors in registers (merge_two: about 8 cycles a
+   point where merge_next's scan of the heads takes 13); the points and their order are merge_next's
+   (of equal points, the first copy's), which takes more copies. */
+static size_t merge_all(Merge *m, Merged *out, size_t room) {
+    if (m->s == 2 && !m->primed) {  /* (merge_next primes the heads: never here) */
+        size_t left = (m->to - m->cursor[0]) + (m->to - m->cursor[1]);  /* a point each at most */
+        return left <= room ? merge_two(m, out, room, 0) : merge_two(m, out, room, 1);
+    }
+    size_t len = 0;
+    while (len < room) {
         Merged *point = out + len;
         int pick = merge_next(m, &point->w, &point->v, &point->at);
-        if (pick < 0) return len;
+        if (pick < 0) break;
         point->pick = pick;
         len++;
     }
+    return len;
 }
 
 /* Adds a point (heavier and more valuable than the last) to an upper hull of h vertices,
@@ -2904,9 +2922,9 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
         if (vec_reserve(&states, count * (size_t)merge.s)) goto done;
         State *st = states.a;
         merge.layer = (const char *)st;
-        Merged *points = scratch(W_MERGED, count * (size_t)merge.s + 1, sizeof(Merged));
+        Merged *points = scratch(W_MERGED, merge_chunk, sizeof(Merged));
         if (!points) goto done;
-        size_t n_points = merge_all(&merge, points);
+        for (size_t n_points; (n_points = merge_all(&merge, points, merge_chunk)) > 0;)
         for (size_t e = 0; e < n_points; e++) {
             int64_t bw = points[e].w, bv = points[e].v;
             size_t parent = points[e].at;
@@ -3235,9 +3253,9 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
                 /* the rows s..j-1 between the tail's start and this layer complete it to T_s */
                 int64_t lo_w = tw - (max_w[s] - max_w[j]), hi_w = tw - (min_w[s] - min_w[j]);
                 int64_t lo_v = tv - (max_v[s] - max_v[j]), hi_v = tv - (min_v[s] - min_v[j]);
-                Merged *points = scratch(W_MERGED, count * (size_t)merge.s + 1, sizeof(Merged));
+                Merged *points = scratch(W_MERGED, merge_chunk, sizeof(Merged));
                 if (!points) goto done;
-                size_t n_points = merge_all(&merge, points);
+                for (size_t n_points; (n_points = merge_all(&merge, points, merge_chunk)) > 0;)
                 for (size_t e = 0; e < n_points; e++) {
                     int64_t bw = points[e].w, bv = points[e].v;
                     if (bw > room || bw < lo_w || bw > hi_w || bv < lo_v || bv > hi_v) continue;
@@ -3972,6 +3990,15 @@ static PyObject *kernel_vector_scaling(PyObject *self, PyObject *args) {
 }
 
 /* Tests: riffle(on) switches the riffled order of many tied candidates (else quickselect's); returns it. */
+static PyObject *kernel_merge_chunk(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_ssize_t points;
+    if (!PyArg_ParseTuple(args, "n", &points)) return NULL;
+    size_t before = merge_chunk;
+    merge_chunk = points > 0 ? (size_t)points : MERGE_CHUNK;
+    return PyLong_FromSize_t(before);
+}
+
 static PyObject *kernel_riffle(PyObject *self, PyObject *args) {
     (void)self;
     int on;
@@ -4489,6 +4516,8 @@ static PyMethodDef methods[] = {
      "vector_scaling(on) -> whether scaling takes four levels at a time (AVX2) after the call (tests)"},
     {"tied_rows", kernel_tied_rows, METH_VARARGS,
      "tied_rows(n, k, tokens, values, usable, p, q, vector, out) -> None: the tied split's numbers a row (tests)"},
+    {"merge_chunk", kernel_merge_chunk, METH_VARARGS,
+     "merge_chunk(points) -> the points a layer's merge hands over at a time before the call; 0: the default (tests)"},
     {"riffle", kernel_riffle, METH_VARARGS,
      "riffle(on) -> whether many tied candidates are riffled (else ordered by quickselect) after the call (tests)"},
     {"grid", kernel_grid, METH_VARARGS,
