@@ -145,3 +145,28 @@ def test_the_wide_split_equals_the_numpy_relaxation() -> None:
         lp = relax(inst, scaled)
         assert result.multiplier == lp.multiplier
         assert abs(result.upper_bound - lp.upper_bound) <= 1e-9 * abs(lp.upper_bound) + 1
+
+
+def test_a_block_of_equal_efficiencies_wider_than_the_splits_rounds() -> None:
+    """Levels of 1, 2, 4 or 8 tokens worth 3 or 5 a token: every row's hull increments come in two
+    efficiencies, thousands of each. Where every row gets a hull (band mode 0) the LP split's rounds meet
+    a range all in one band (no progress: quickselect takes it, from the range as the round found it);
+    the allocation is the dense DP's, the multiplier and bound numpy's."""
+    from memsolve.solver.reduce import relax
+
+    module = native.module()
+    rng = np.random.default_rng(0)
+    n, k = 700, 8
+    tokens = rng.choice([1, 2, 4, 8], (n, k)).astype(np.int64)
+    values = tokens * rng.choice([3, 5], (n, k))
+    inst = make_instance(tokens, values.astype(float), int(tokens.max(axis=1).sum() * 0.9))
+    scaled = scale(inst)
+    choice, keep, core = np.empty(n, np.int64), np.empty((n, k + 1), np.uint8), np.empty(n, np.int64)
+    info = module.solve(n, k, tokens, np.ascontiguousarray(scaled.values, np.int64),
+                        np.ascontiguousarray(scaled.usable).view(np.uint8), inst.budget, choice, keep, core, 1,
+                        False, 0, False)
+    assert info[13] == n  # every row got a hull: the split ran over all their increments
+    lp = relax(inst, scaled)
+    assert info[0] / info[1] == lp.multiplier and abs(info[2] - lp.upper_bound) <= 1e-9 * lp.upper_bound
+    dense = solve_dp(inst, scaled)
+    assert info[3] == dense.scaled_objective and choice.tolist() == dense.choice.tolist()

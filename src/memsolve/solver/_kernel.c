@@ -794,9 +794,10 @@ static inline int merge_next(Merge *m, int64_t *w, int64_t *v, size_t *at) {
 typedef struct { int64_t w, v; size_t at; int32_t pick; } Merged;
 #define MERGE_CHUNK 1024  /* points merge_all hands over at a time (32 KB: they are read back from L1) */
 static size_t merge_chunk = MERGE_CHUNK;  /* tests set it as low as 1 (kernel.merge_chunk) */
+static int merge_pairs = 1;               /* tests switch merge_two off (kernel.merge_pairs) */
 
 /* merge_all's two copies (see there); `bounded`: stop at room points (a constant where inlined: a
-   merge that fits the room runs without the test, which slowed the loop by a twentieth). */
+   merge whose points all fit the room runs without the test). */
 static inline __attribute__((always_inline)) size_t merge_two(Merge *m, Merged *out, size_t room, int bounded) {
     size_t len = 0, size = m->size, c0 = m->cursor[0], c1 = m->cursor[1];
     const char *p0 = m->layer + c0 * size, *p1 = m->layer + c1 * size, *end = m->layer + m->to * size;
@@ -842,11 +843,12 @@ static inline __attribute__((always_inline)) size_t merge_two(Merge *m, Merged *
 
 /* The merge's next undominated points, in order, into out (at most room, room >= 1): returns how
    many, 0 once all are used up. Two copies (nearly every merge on memory-shaped rows, once the bound
-   has cut a row's options) are merged with both cursors in registers (merge_two: about 8 cycles a
-   point where merge_next's scan of the heads takes 13); the points and their order are merge_next's
+   has cut a row's options) are merged with both cursors in registers (merge_two: in a memory-shaped
+   1,000-record solve, perf's share of the merges fell from 29 % to 18 %, though a merge alone in a
+   loop of its own runs within 5 % of merge_next's scan); the points and their order are merge_next's
    (of equal points, the first copy's), which takes more copies. */
 static size_t merge_all(Merge *m, Merged *out, size_t room) {
-    if (m->s == 2 && !m->primed) {  /* (merge_next primes the heads: never here) */
+    if (m->s == 2 && !m->primed && merge_pairs) {  /* (merge_next primes the heads: never here) */
         size_t left = (m->to - m->cursor[0]) + (m->to - m->cursor[1]);  /* a point each at most */
         return left <= room ? merge_two(m, out, room, 0) : merge_two(m, out, room, 1);
     }
@@ -2924,23 +2926,24 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
         merge.layer = (const char *)st;
         Merged *points = scratch(W_MERGED, merge_chunk, sizeof(Merged));
         if (!points) goto done;
-        for (size_t n_points; (n_points = merge_all(&merge, points, merge_chunk)) > 0;)
-        for (size_t e = 0; e < n_points; e++) {
-            int64_t bw = points[e].w, bv = points[e].v;
-            size_t parent = points[e].at;
-            int32_t option = merge.shift[points[e].pick].option;
-            int64_t tw = floor_w + bw, tv = floor_v + bv;
-            if (tw <= P->capacity && (tv > inc_v || (tv == inc_v && tw < inc_w))) {
-                inc_v = tv; inc_w = tw;
-                inc_layer = (long)layers + 1;
-                inc_parent = (int32_t)(parent - from);
-                inc_option = option;
+        for (size_t n_points; (n_points = merge_all(&merge, points, merge_chunk)) > 0;) {  /* a chunk at a time */
+            for (size_t e = 0; e < n_points; e++) {
+                int64_t bw = points[e].w, bv = points[e].v;
+                size_t parent = points[e].at;
+                int32_t option = merge.shift[points[e].pick].option;
+                int64_t tw = floor_w + bw, tv = floor_v + bv;
+                if (tw <= P->capacity && (tv > inc_v || (tv == inc_v && tw < inc_w))) {
+                    inc_v = tv; inc_w = tw;
+                    inc_layer = (long)layers + 1;
+                    inc_parent = (int32_t)(parent - from);
+                    inc_option = option;
+                }
+                if (!may_improve(tv, floor_w + bw, P->capacity, &lo, &hi, hi_infinite, inc_v, inc_w, step)) continue;
+                if (moves.ready && !moves_may_improve(&moves, tv, floor_w + bw, P->capacity, inc_v, inc_w, step)) continue;
+                if (lp_ready && !lp_reach(&up, &down, searched, tv, floor_w + bw, P->capacity, (i128)inc_v + step)
+                    && !lp_reach(&up, &down, searched, tv, floor_w + bw, inc_w - 1, inc_v)) continue;
+                st[states.len++] = (State){bw, bv, (int32_t)(parent - from), option};
             }
-            if (!may_improve(tv, floor_w + bw, P->capacity, &lo, &hi, hi_infinite, inc_v, inc_w, step)) continue;
-            if (moves.ready && !moves_may_improve(&moves, tv, floor_w + bw, P->capacity, inc_v, inc_w, step)) continue;
-            if (lp_ready && !lp_reach(&up, &down, searched, tv, floor_w + bw, P->capacity, (i128)inc_v + step)
-                && !lp_reach(&up, &down, searched, tv, floor_w + bw, inc_w - 1, inc_v)) continue;
-            st[states.len++] = (State){bw, bv, (int32_t)(parent - from), option};
         }
         if (vec_reserve(&layer_start, 1)) goto done;
         ((size_t *)layer_start.a)[layer_start.len++] = states.len;
@@ -3255,13 +3258,14 @@ split_taken:  /* (the band's lambda is in lowest terms already) */
                 int64_t lo_v = tv - (max_v[s] - max_v[j]), hi_v = tv - (min_v[s] - min_v[j]);
                 Merged *points = scratch(W_MERGED, merge_chunk, sizeof(Merged));
                 if (!points) goto done;
-                for (size_t n_points; (n_points = merge_all(&merge, points, merge_chunk)) > 0;)
-                for (size_t e = 0; e < n_points; e++) {
-                    int64_t bw = points[e].w, bv = points[e].v;
-                    if (bw > room || bw < lo_w || bw > hi_w || bv < lo_v || bv > hi_v) continue;
-                    i128 bound = base + (i128)P->q * bv - (i128)P->p * bw;
-                    if (!can_match(P, bound, best_v, best_w)) continue;
-                    pr[pairs.len++] = (Pair){bw, bv};
+                for (size_t n_points; (n_points = merge_all(&merge, points, merge_chunk)) > 0;) {  /* a chunk at a time */
+                    for (size_t e = 0; e < n_points; e++) {
+                        int64_t bw = points[e].w, bv = points[e].v;
+                        if (bw > room || bw < lo_w || bw > hi_w || bv < lo_v || bv > hi_v) continue;
+                        i128 bound = base + (i128)P->q * bv - (i128)P->p * bw;
+                        if (!can_match(P, bound, best_v, best_w)) continue;
+                        pr[pairs.len++] = (Pair){bw, bv};
+                    }
                 }
             }
             /* layer s is [ps[s], pairs.len): does it hold T_s? */
@@ -3989,16 +3993,26 @@ static PyObject *kernel_vector_scaling(PyObject *self, PyObject *args) {
 #endif
 }
 
-/* Tests: riffle(on) switches the riffled order of many tied candidates (else quickselect's); returns it. */
+/* Tests: merge_chunk(points) sets the points a merge hands over at a time (0: the default; at most
+   2**20); returns the previous. merge_pairs(on) switches merge_two for two copies (else merge_next's scan); returns it. */
 static PyObject *kernel_merge_chunk(PyObject *self, PyObject *args) {
     (void)self;
     Py_ssize_t points;
     if (!PyArg_ParseTuple(args, "n", &points)) return NULL;
     size_t before = merge_chunk;
-    merge_chunk = points > 0 ? (size_t)points : MERGE_CHUNK;
+    merge_chunk = points <= 0 ? MERGE_CHUNK : points > (1 << 20) ? (size_t)1 << 20 : (size_t)points;
     return PyLong_FromSize_t(before);
 }
 
+static PyObject *kernel_merge_pairs(PyObject *self, PyObject *args) {
+    (void)self;
+    int on;
+    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
+    merge_pairs = on;
+    return PyBool_FromLong(merge_pairs);
+}
+
+/* Tests: riffle(on) switches the riffled order of many tied candidates (else quickselect's); returns it. */
 static PyObject *kernel_riffle(PyObject *self, PyObject *args) {
     (void)self;
     int on;
@@ -4518,6 +4532,8 @@ static PyMethodDef methods[] = {
      "tied_rows(n, k, tokens, values, usable, p, q, vector, out) -> None: the tied split's numbers a row (tests)"},
     {"merge_chunk", kernel_merge_chunk, METH_VARARGS,
      "merge_chunk(points) -> the points a layer's merge hands over at a time before the call; 0: the default (tests)"},
+    {"merge_pairs", kernel_merge_pairs, METH_VARARGS,
+     "merge_pairs(on) -> whether two copies of a layer merge in registers (else by merge_next) after the call (tests)"},
     {"riffle", kernel_riffle, METH_VARARGS,
      "riffle(on) -> whether many tied candidates are riffled (else ordered by quickselect) after the call (tests)"},
     {"grid", kernel_grid, METH_VARARGS,
