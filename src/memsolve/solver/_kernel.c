@@ -3994,7 +3994,7 @@ static PyObject *kernel_vector_scaling(PyObject *self, PyObject *args) {
 }
 
 /* Tests: merge_chunk(points) sets the points a merge hands over at a time (0: the default; at most
-   2**20); returns the previous. merge_pairs(on) switches merge_two for two copies (else merge_next's scan); returns it. */
+   2**20); returns the previous. */
 static PyObject *kernel_merge_chunk(PyObject *self, PyObject *args) {
     (void)self;
     Py_ssize_t points;
@@ -4004,22 +4004,19 @@ static PyObject *kernel_merge_chunk(PyObject *self, PyObject *args) {
     return PyLong_FromSize_t(before);
 }
 
-static PyObject *kernel_merge_pairs(PyObject *self, PyObject *args) {
-    (void)self;
+/* A test switch: sets *flag from the one argument's truth; returns it. */
+static PyObject *set_switch(PyObject *args, int *flag) {
     int on;
     if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
-    merge_pairs = on;
-    return PyBool_FromLong(merge_pairs);
+    *flag = on;
+    return PyBool_FromLong(*flag);
 }
 
-/* Tests: riffle(on) switches the riffled order of many tied candidates (else quickselect's); returns it. */
-static PyObject *kernel_riffle(PyObject *self, PyObject *args) {
-    (void)self;
-    int on;
-    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
-    riffle_tied = on;
-    return PyBool_FromLong(riffle_tied);
-}
+/* Tests: merge_pairs(on) switches merge_two for two copies (else merge_next's scan). */
+static PyObject *kernel_merge_pairs(PyObject *self, PyObject *args) { (void)self; return set_switch(args, &merge_pairs); }
+
+/* Tests: riffle(on) switches the riffled order of many tied candidates (else quickselect's). */
+static PyObject *kernel_riffle(PyObject *self, PyObject *args) { (void)self; return set_switch(args, &riffle_tied); }
 
 /* Tests: grid(mode) sets the band's grid: 0 none (the band as without AVX-512), 1 AVX-512 where the CPU
    has it (else none), 2 the twin in plain C, -1 as the CPU says (the default); returns the mode now in
