@@ -206,7 +206,9 @@ static int split_increment(Increment *inc, size_t m, int64_t cap, int64_t total,
         else if (group == 0)
             for (size_t a = 0; a < n_above; a++) inc[lo + a] = band[len - 1 - a];  /* in their order */
         hi = lo + kept;  /* (group 2: already in place) */
-        if (kept == len) break;  /* no progress (a block of equal efficiencies): quickselect */
+        /* no progress (a block of equal efficiencies): quickselect, on the range as the copies above left it
+           (not before them: the pass's in-place writes of the increments below have already overwritten it) */
+        if (kept == len) break;
     }
     while (hi > lo) {
         Increment pivot = inc[lo + next_random(&seed) % (hi - lo)];
